@@ -1,0 +1,32 @@
+package netstack
+
+// Frame is one packet buffer lent by a Link. Buf is valid until the frame is
+// given back (RxDone) or submitted (TxSubmit). ID is the link's own handle for the
+// buffer (the UMEM address for AF_XDP); the stack never interprets it.
+type Frame struct {
+	Buf []byte
+	ID  uint64
+}
+
+// Link is a batched frame device: one NIC queue (afxdp) or an in-memory channel
+// (tests). It is set up once per shard; every call moves a batch, so the one
+// interface call is amortised over many frames.
+type Link interface {
+	// RxBatch fills fs with received frames and returns how many.
+	RxBatch(fs []Frame) int
+	// RxDone gives received frames back to the link.
+	RxDone(fs []Frame)
+	// TxAlloc fills fs with empty frames of MTU+14 bytes to write into and
+	// returns how many it could lend (0 when the tx pool is exhausted).
+	TxAlloc(fs []Frame) int
+	// TxSubmit queues frames for transmission; each Buf is resliced to the
+	// frame's length. Frames not submitted go back with TxFree.
+	TxSubmit(fs []Frame)
+	// TxFree returns allocated frames that will not be sent.
+	TxFree(fs []Frame)
+	// Flush makes submitted frames go out (the AF_XDP kick) and recycles
+	// completed tx frames.
+	Flush()
+	// MTU is the largest IP packet the link carries.
+	MTU() int
+}
