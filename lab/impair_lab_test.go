@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -113,6 +115,7 @@ func TestImpairedTCP(t *testing.T) {
 			im, ln := newImpairedTCP(t, spec)
 			transfer(t, im, ln, 4<<20, 60*time.Second)
 			toServer, toClient := im.Stats()
+			caught := badFrames(t, im.ClientNS)
 			t.Logf("to server: %+v", toServer)
 			t.Logf("to client: %+v", toClient)
 			// The data frames alone are about 2900: enough that each of these
@@ -138,6 +141,13 @@ func TestImpairedTCP(t *testing.T) {
 					t.Errorf("delayed %d of %d kept frames", s.Delayed, s.Received-s.Dropped)
 				}
 			}
+			// Every corrupted frame must reach the client's kernel and be
+			// refused by a checksum or header check (a duplicate of a corrupted
+			// frame carries the same flip, so there may be more).
+			t.Logf("client kernel refused %d frames; bridge corrupted %d", caught, toClient.Corrupted)
+			if caught < toClient.Corrupted {
+				t.Errorf("client kernel refused %d frames, bridge corrupted %d", caught, toClient.Corrupted)
+			}
 			corrupted += toServer.Corrupted + toClient.Corrupted
 		})
 	}
@@ -146,4 +156,37 @@ func TestImpairedTCP(t *testing.T) {
 	if corrupted == 0 {
 		t.Error("no frame corrupted over all seeds")
 	}
+}
+
+// badFrames sums the IPv4 and TCP counters of frames that a namespace's kernel
+// refused for a bad checksum or header (/proc/net/snmp as seen from inside).
+func badFrames(t *testing.T, ns *NS) uint64 {
+	t.Helper()
+	var snmp []byte
+	if err := ns.Do(func() (err error) {
+		snmp, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Lines come in pairs: "Ip: Forwarding DefaultTTL ..." then "Ip: 1 64 ...".
+	lines := strings.Split(string(snmp), "\n")
+	var sum uint64
+	for i := 0; i+1 < len(lines); i += 2 {
+		names, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(names) != len(vals) || len(names) == 0 {
+			t.Fatalf("cannot read /proc/net/snmp near %q", lines[i])
+		}
+		for j, n := range names {
+			switch names[0] + n {
+			case "Ip:InHdrErrors", "Ip:InTruncatedPkts", "Ip:InAddrErrors", "Tcp:InCsumErrors":
+				v, err := strconv.ParseUint(vals[j], 10, 64)
+				if err != nil {
+					t.Fatalf("snmp %s%s=%q: %v", names[0], n, vals[j], err)
+				}
+				sum += v
+			}
+		}
+	}
+	return sum
 }
