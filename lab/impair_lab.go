@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 
+	"github.com/cilium/ebpf/link"
 	"github.com/safchain/ethtool"
 )
 
@@ -26,6 +27,8 @@ type Impaired struct {
 	MidServerIf string // middle end of the server's pair
 	Bridge      *Bridge
 	Spec        ImpairSpec
+
+	xdpPass []link.Link // XDP_PASS on both middle ends (see NewImpaired)
 }
 
 // NewImpaired builds a lab like New with a bridge applying spec between
@@ -97,7 +100,19 @@ func NewImpaired(c Config, spec ImpairSpec) (_ *Impaired, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	// A frame that an XDP program on a veth end sends back out (XDP_TX) or
+	// redirects into a veth reaches the peer only if the peer has an XDP
+	// program too; without one the sender counts it in xdp_tx_errors and drops
+	// it (TestImpairXDPTx). Skb transmits, AF_XDP copy-mode tx among them, do
+	// not need it. An XDP_PASS program on each middle end lets either kind
+	// through, so the server end behaves as if its peer were a plain veth.
+	// Attaching XDP turns GRO on, so GRO goes off after it.
 	for _, name := range []string{im.MidClientIf, im.MidServerIf} {
+		var x link.Link
+		if x, err = attachXDP(im.MiddleNS, name, xdpPass); err != nil {
+			return nil, err
+		}
+		im.xdpPass = append(im.xdpPass, x)
 		if err = disableGRO(im.MiddleNS, name); err != nil {
 			return nil, err
 		}
@@ -139,6 +154,10 @@ func (im *Impaired) Close() error {
 	if im.Bridge != nil {
 		errs = append(errs, im.Bridge.Close())
 	}
+	for _, x := range im.xdpPass {
+		errs = append(errs, x.Close())
+	}
+	im.xdpPass = nil
 	errs = append(errs, im.Lab.Close(), im.MiddleNS.Delete())
 	return errors.Join(errs...)
 }
@@ -161,6 +180,13 @@ func disableGRO(ns *NS, name string) error {
 		defer e.Close()
 		if err := e.Change(name, map[string]bool{"rx-gro": false}); err != nil {
 			return fmt.Errorf("ethtool gro off on %s in %s: %w", name, ns, err)
+		}
+		f, err := e.Features(name)
+		if err != nil {
+			return fmt.Errorf("ethtool features of %s in %s: %w", name, ns, err)
+		}
+		if f["rx-gro"] {
+			return fmt.Errorf("ethtool: rx-gro still on for %s in %s", name, ns)
 		}
 		return nil
 	})
