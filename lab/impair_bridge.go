@@ -23,6 +23,7 @@ import (
 // by NewBridge and stopped by Close, which waits for both goroutines and
 // closes every descriptor.
 type Bridge struct {
+	a, b    string        // interface names
 	dirs    [2]*bridgeDir // 0: A to B, 1: B to A
 	stopFd  int           // eventfd: readable once Close has been called
 	wg      sync.WaitGroup
@@ -62,6 +63,7 @@ const bridgeSockBuf = 4 << 20
 
 // BridgeStats is what the bridge did in each direction.
 type BridgeStats struct {
+	A, B   string      // the interfaces, as given to NewBridge
 	AB, BA ImpairStats // A to B, B to A
 }
 
@@ -70,7 +72,7 @@ type BridgeStats struct {
 // larger MTU of the two links; frames longer than mtu plus an Ethernet and a
 // VLAN header are dropped and counted (TooLong).
 func NewBridge(ns *NS, a, b string, mtu int, spec ImpairSpec) (*Bridge, error) {
-	br := &Bridge{stopFd: -1}
+	br := &Bridge{a: a, b: b, stopFd: -1}
 	fds := [2]int{-1, -1}
 	fail := func(err error) (*Bridge, error) {
 		for _, fd := range fds {
@@ -303,7 +305,7 @@ func (br *Bridge) Stats() BridgeStats {
 		s[i] = d.stats
 		d.mu.Unlock()
 	}
-	return BridgeStats{AB: s[0], BA: s[1]}
+	return BridgeStats{A: br.a, B: br.b, AB: s[0], BA: s[1]}
 }
 
 // Close stops both directions, waits for them and closes the sockets. Frames
@@ -335,5 +337,5 @@ func (s BridgeStats) String() string {
 		return fmt.Sprintf("received %d forwarded %d dropped %d reordered %d duplicated %d corrupted %d delayed %d dup-no-slot %d too-long %d send-errors %d kernel-drops %d",
 			x.Received, x.Forwarded, x.Dropped, x.Reordered, x.Duplicated, x.Corrupted, x.Delayed, x.DupNoSlot, x.TooLong, x.SendErrors, x.KernelDrop)
 	}
-	return "a->b: " + f(s.AB) + "\nb->a: " + f(s.BA)
+	return s.A + " -> " + s.B + ": " + f(s.AB) + "\n" + s.B + " -> " + s.A + ": " + f(s.BA)
 }
