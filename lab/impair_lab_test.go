@@ -18,7 +18,7 @@ import (
 // newImpairedTCP builds an impaired lab whose server end is a plain kernel
 // TCP endpoint (address, offloads off) and returns it with a listener in the
 // server namespace. Everything goes away in t.Cleanup.
-func newImpairedTCP(t *testing.T, spec ImpairSpec) (*Impaired, net.Listener) {
+func newImpairedTCP(t testing.TB, spec ImpairSpec) (*Impaired, net.Listener) {
 	t.Helper()
 	needRoot(t)
 	im, err := NewImpaired(Config{Queues: 2}, spec)
@@ -189,4 +189,52 @@ func badFrames(t *testing.T, ns *NS) uint64 {
 		}
 	}
 	return sum
+}
+
+// TestImpairedFailureCleansUp makes NewImpaired fail after it has made its
+// namespaces and checks that nothing is left behind.
+func TestImpairedFailureCleansUp(t *testing.T) {
+	needRoot(t)
+	next := uint32(os.Getpid())*131 + counter.Load() + 1 // the id NewImpaired will take
+	_, err := NewImpaired(Config{Prefix: "pf", MTU: MaxXDPMTU + 1}, ImpairSpec{})
+	if err == nil || !strings.Contains(err.Error(), "mtu") {
+		t.Fatalf("NewImpaired with an oversize MTU: %v, want an mtu error", err)
+	}
+	for _, sfx := range []string{"-cli", "-srv", "-mid"} {
+		name := Name("pf", next, sfx)
+		if _, err := os.Stat(netnsDir + "/" + name); !os.IsNotExist(err) {
+			t.Errorf("netns %s left behind after a failed NewImpaired (%v)", name, err)
+		}
+	}
+	// The names checked were the ones used: the next lab takes the next id.
+	im, err := NewImpaired(Config{Prefix: "pf"}, ImpairSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if im.ID != next+1 {
+		t.Fatalf("failed lab had id %x? next lab got %x, want %x", next, im.ID, next+1)
+	}
+}
+
+// TestBridgeCloseTwice checks that Close stops the forwarders and is idempotent.
+func TestBridgeCloseTwice(t *testing.T) {
+	needRoot(t)
+	im, err := NewImpaired(Config{}, ImpairSpec{Delay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { im.Close() })
+	if err := im.Bridge.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Bridge.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatalf("second Close of the lab: %v", err)
+	}
 }
