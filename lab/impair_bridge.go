@@ -45,6 +45,7 @@ type bridgeDir struct {
 	shdr  []unix.Mmsghdr
 	siov  []unix.Iovec
 	due   [][]byte
+	pst   unix.TpacketStats // PACKET_STATISTICS answer, reused
 
 	mu    sync.Mutex
 	stats ImpairStats
@@ -175,6 +176,7 @@ func newBridgeDir(rx, tx int, im *Impairer, start time.Time) *bridgeDir {
 func (d *bridgeDir) run(stopFd int) {
 	pfd := []unix.PollFd{{Fd: int32(stopFd), Events: unix.POLLIN}, {Fd: int32(d.rx), Events: unix.POLLIN}}
 	var ts unix.Timespec
+	defer d.publish(true) // final counts for Stats after Close
 	for {
 		now := time.Since(d.start)
 		d.flush(now, stopFd)
@@ -288,8 +290,13 @@ func waitWritable(fd, stopFd int) bool {
 // adds the frames the kernel dropped on the rx socket since the last call.
 func (d *bridgeDir) publish(kernel bool) {
 	if kernel {
-		if st, err := unix.GetsockoptTpacketStats(d.rx, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-			d.im.Stats.KernelDrop += uint64(st.Drops)
+		// Reading the statistics resets them. By hand rather than with
+		// unix.GetsockoptTpacketStats, which allocates its answer.
+		n := uint32(unsafe.Sizeof(d.pst))
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(d.rx), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+			uintptr(unsafe.Pointer(&d.pst)), uintptr(unsafe.Pointer(&n)), 0)
+		if errno == 0 {
+			d.im.Stats.KernelDrop += uint64(d.pst.Drops)
 		}
 	}
 	d.mu.Lock()

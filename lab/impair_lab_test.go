@@ -217,24 +217,22 @@ func TestImpairedFailureCleansUp(t *testing.T) {
 	}
 }
 
-// TestBridgeCloseTwice checks that Close stops the forwarders and is idempotent.
-func TestBridgeCloseTwice(t *testing.T) {
+// TestImpairedServerRoot puts the server end in the root namespace and checks
+// that Close takes it away.
+func TestImpairedServerRoot(t *testing.T) {
 	needRoot(t)
-	im, err := NewImpaired(Config{}, ImpairSpec{Delay: time.Millisecond})
+	im, err := NewImpaired(Config{ServerRoot: true}, ImpairSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { im.Close() })
-	if err := im.Bridge.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := im.Bridge.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
+	if _, err := net.InterfaceByName(im.ServerIf); err != nil {
+		t.Fatalf("server end not in root: %v", err)
 	}
 	if err := im.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := im.Close(); err != nil {
-		t.Fatalf("second Close of the lab: %v", err)
+	if _, err := net.InterfaceByName(im.ServerIf); err == nil {
+		t.Errorf("server end %s left in root", im.ServerIf)
 	}
 }

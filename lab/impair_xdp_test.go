@@ -2,7 +2,6 @@ package lab
 
 import (
 	"encoding/binary"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +9,6 @@ import (
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 )
-
-// etherTest is the local experimental EtherType (IEEE 802): no kernel
-// protocol handles it, so only the test's sockets and programs see it.
-const etherTest = 0x88b5
 
 // TestImpairXDPTx checks that frames an XDP program on the server end sends
 // back out (XDP_TX) cross the bridge, thanks to the XDP_PASS program on the
@@ -72,59 +67,6 @@ func TestImpairXDPTx(t *testing.T) {
 	}
 	if m, _, err := unix.Recvfrom(rx, buf, unix.MSG_DONTWAIT); err == nil {
 		t.Fatalf("frame %x crossed without a peer program", buf[:m])
-	}
-}
-
-// openTestSocket opens an AF_PACKET socket on name (in the calling thread's
-// namespace) for test EtherType frames arriving there, with a 5 s read timeout.
-func openTestSocket(name string) (int, error) {
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		return -1, err
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	tv := unix.Timeval{Sec: 5}
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTest), Ifindex: ifi.Index}); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// sendTestFrames sends n test frames from the client end to the server MAC,
-// numbered from first, on socket fd.
-func sendTestFrames(t *testing.T, im *Impaired, fd int, first, n int) {
-	t.Helper()
-	h, err := im.ClientNS.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	l, err := h.LinkByName(im.ClientIf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ifi := l.Attrs().Index
-	f := make([]byte, 60)
-	copy(f, im.ServerMAC)
-	copy(f[6:], im.ClientMAC)
-	binary.BigEndian.PutUint16(f[12:], etherTest)
-	for i := range n {
-		binary.BigEndian.PutUint32(f[14:], uint32(first+i))
-		if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifi, Halen: 6}); err != nil {
-			t.Fatalf("send test frame: %v", err)
-		}
 	}
 }
 
