@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -17,9 +18,8 @@ import (
 // bound to each interface, batching with recvmmsg/sendmmsg; PACKET_IGNORE_OUTGOING
 // keeps a socket from reading back what the other direction wrote.
 //
-// The sockets are made inside the namespace (NS.Do); once made they stay tied
-// to their interfaces wherever the thread that uses them runs, so the two
-// forwarding goroutines need no namespace of their own. A Bridge is started
+// The sockets are made inside the namespace, and each direction runs on its
+// own goroutine locked to an OS thread in that namespace. A Bridge is started
 // by NewBridge and stopped by Close, which waits for both goroutines and
 // closes every descriptor.
 type Bridge struct {
@@ -108,12 +108,25 @@ func NewBridge(ns *NS, a, b string, mtu int, spec ImpairSpec) (*Bridge, error) {
 	for i := range br.dirs {
 		br.dirs[i] = newBridgeDir(fds[i], fds[1-i], NewImpairer(spec, uint64(i), bridgeSlots, slotSize), start)
 	}
+	// Each direction runs on its own OS thread inside ns, locked and never
+	// unlocked, so the thread dies with the goroutine (see the package doc).
+	entered := make(chan error, 2)
 	br.wg.Add(2)
 	for _, d := range br.dirs {
 		go func() {
 			defer br.wg.Done()
-			d.run(br.stopFd)
+			runtime.LockOSThread()
+			err := ns.Enter()
+			entered <- err
+			if err == nil {
+				d.run(br.stopFd)
+			}
 		}()
+	}
+	err = errors.Join(<-entered, <-entered)
+	if err != nil {
+		br.Close()
+		return nil, fmt.Errorf("bridge %s<->%s: %w", a, b, err)
 	}
 	return br, nil
 }

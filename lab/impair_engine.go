@@ -70,6 +70,8 @@ type Impairer struct {
 	heldFrames   int           // frames in held, duplicates not counted
 	heldDeadline time.Duration // when held frames go out even if nothing passed them
 
+	// Stats counts what this direction did. The Impairer keeps all but
+	// TooLong and KernelDrop, which the forwarder adds.
 	Stats ImpairStats
 }
 
@@ -126,9 +128,10 @@ func (im *Impairer) intn(n int) int {
 	return int((im.pcg.Uint64() >> 32) * uint64(n) >> 32)
 }
 
-// Push takes the frame of length n that arrived in slot at now and decides its
-// fate: loss, corruption, reordering, duplication, delay, in that order. The
-// slot belongs to the Impairer from here on.
+// Push takes the frame of length n (at most SlotSize) that arrived in slot at
+// now and decides its fate: loss, corruption, reordering, duplication, delay,
+// in that order (so a duplicate of a corrupted frame carries the same flipped
+// bit). The slot belongs to the Impairer from here on.
 func (im *Impairer) Push(now time.Duration, slot int32, n int) {
 	im.Stats.Received++
 	if im.chance(im.spec.Loss) {
