@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -258,6 +259,9 @@ func TestImpairCorrupt(t *testing.T) {
 	if len(out) != 2000 || im.Stats.Corrupted != 2000 {
 		t.Fatalf("%d frames out, stats %+v", len(out), im.Stats)
 	}
+	// Where in the payload the flip landed, in eighths: uniform if the bit is
+	// drawn over the whole payload.
+	var where [8]int
 	for i, o := range out {
 		want := testFrame(i)
 		if len(o.frame) != len(want) {
@@ -266,14 +270,21 @@ func TestImpairCorrupt(t *testing.T) {
 		flipped := 0
 		for j := range want {
 			d := bits.OnesCount8(want[j] ^ o.frame[j])
-			if d != 0 && j < ethHeaderLen {
+			if d == 0 {
+				continue
+			}
+			if j < ethHeaderLen {
 				t.Fatalf("frame %d: Ethernet header byte %d changed", i, j)
 			}
+			where[(j-ethHeaderLen)*8/(len(want)-ethHeaderLen)]++
 			flipped += d
 		}
 		if flipped != 1 {
 			t.Fatalf("frame %d: %d bits flipped, want 1", i, flipped)
 		}
+	}
+	for k, c := range where {
+		binomialBand(t, fmt.Sprintf("flips in eighth %d of the payload", k), uint64(c), len(out), 1.0/8)
 	}
 }
 
