@@ -74,3 +74,11 @@ func udp(t testing.TB, src, dst netip.Addr, dport uint16) []byte {
 	u.SetNetworkLayerForChecksum(ip)
 	return serialize(t, &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4}, ip, u, gopacket.Payload("x"))
 }
+
+func netInterface(name string) (int, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, err
+	}
+	return ifi.Index, nil
+}

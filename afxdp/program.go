@@ -290,7 +290,7 @@ func (p *Program) Attach(iface string, mode AttachMode) error {
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST):
-			return fmt.Errorf("attach xdp to %s: %w", iface, ErrXDPBusy)
+			return busyError(iface, err)
 		case errors.Is(err, unix.ENOSPC):
 			return fmt.Errorf("afxdp: attach xdp to %s (%v): on veth the peer has more tx queues than %s has rx queues: give both ends the same queue count", iface, err, iface)
 		case errors.Is(err, unix.ERANGE):
@@ -339,9 +339,4 @@ func (p *Program) Run(frame []byte) (uint32, error) {
 	return p.prog.Run(&ebpf.RunOptions{Data: frame})
 }
 
-func bpfErr(op string, err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("%s: %w", op, ErrPermission)
-	}
-	return fmt.Errorf("afxdp: %s: %w", op, err)
-}
+func bpfErr(op string, err error) error { return sysErr(op, err) }

@@ -90,7 +90,7 @@ func Open(c Config) (*Socket, error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EAFNOSUPPORT) {
-			return nil, ErrNoAFXDP
+			return nil, userErr(ErrNoAFXDP, err, "afxdp: kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --network-stack posix")
 		}
 		return nil, sysErr("create socket", err)
 	}
@@ -127,7 +127,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("afxdp: frame count %d and ring size %d must be powers of two", c.FrameCount, c.RingSize)
 	case c.TxFrames < 0 || c.TxFrames >= c.FrameCount:
 		return fmt.Errorf("afxdp: tx frames %d must leave rx frames out of %d", c.TxFrames, c.FrameCount)
-	case c.FrameCount-c.TxFrames > c.RingSize || c.FrameCount > 2*c.RingSize:
+	case c.FrameCount-c.TxFrames > c.RingSize || c.TxFrames > c.RingSize: // fill ring holds every rx frame, completion ring every tx frame
 		return fmt.Errorf("afxdp: ring size %d too small for %d frames", c.RingSize, c.FrameCount)
 	case c.Queue < 0:
 		return fmt.Errorf("afxdp: negative queue %d", c.Queue)
@@ -144,7 +144,7 @@ func (s *Socket) setup(c Config) error {
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&s.umem[0]))), Len: uint64(size), Size: uint32(c.FrameSize)}
 	if err := setsockopt(s.fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM) {
-			return fmt.Errorf("register umem of %d bytes: %w", size, ErrMemlock)
+			return memlockError(size, err)
 		}
 		return sysErr("register umem", err)
 	}
@@ -217,6 +217,9 @@ func (s *Socket) bind(c Config) error {
 			return nil
 		}
 		if c.Bind == BindZeroCopy {
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				return fmt.Errorf("afxdp: bind %s queue %d zero-copy: the driver has no zero-copy AF_XDP (%w): allow copy mode", c.Interface, c.Queue, err)
+			}
 			return sysErr(fmt.Sprintf("bind %s queue %d zero-copy", c.Interface, c.Queue), err)
 		}
 	}

@@ -25,7 +25,7 @@ func mapUMEM(size int, tryHuge bool) (mem []byte, huge bool, err error) {
 	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOMEM) {
-			return nil, false, fmt.Errorf("map umem of %d bytes: %w", size, ErrMemlock)
+			return nil, false, memlockError(size, err)
 		}
 		return nil, false, fmt.Errorf("afxdp: map umem of %d bytes: %w", size, err)
 	}
