@@ -151,3 +151,13 @@ func (g *Group) Stats() []Report {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Shard < rs[j].Shard })
 	return rs
 }
+
+// Final returns every shard's last report, taken as it exited, after Wait.
+func (g *Group) Final() []Report {
+	g.Wait()
+	rs := make([]Report, len(g.shards))
+	for i, s := range g.shards {
+		rs[i] = s.final
+	}
+	return rs
+}

@@ -83,6 +83,7 @@ type Shard struct {
 	efd   int // eventfd: the producer's wakeup, registered as source 0
 
 	stats    LoopStats
+	final    Report // taken as the shard exits; read after done is closed
 	started  bool
 	stopping bool
 	stopBy   time.Time
@@ -215,6 +216,7 @@ func (s *Shard) pin() error {
 //  4. dispatch the events, one Source call per source with events.
 func (s *Shard) run() {
 	defer close(s.done)
+	defer func() { s.final = s.report() }()
 	defer s.closeFDs()
 	if !s.waitStart() {
 		return
