@@ -91,10 +91,10 @@ func (c *posixConn) read(now time.Time) {
 // httpd's immutable response slices, and tells httpd how far it got.
 func (c *posixConn) flush() {
 	for !c.broken {
-		out := c.hc.Output()
-		if len(out) == 0 {
+		if c.hc.Pending() == 0 {
 			return
 		}
+		out := c.hc.Output()
 		iov := c.p.iov[:0]
 		total := 0
 		for _, b := range out {
@@ -135,7 +135,7 @@ func (c *posixConn) settle(now time.Time) {
 		c.close()
 		return
 	}
-	pending := len(c.hc.Output()) > 0
+	pending := c.hc.Pending() > 0
 	if !pending && (c.hc.Closing() || c.eof || c.p.drain) {
 		c.startLinger(now)
 		return

@@ -25,7 +25,7 @@ func (r *Report) Add(name string, v uint64) {
 }
 
 // Get returns the named counter's value (0 if absent).
-func (r *Report) Get(name string) uint64 {
+func (r Report) Get(name string) uint64 {
 	var v uint64
 	for _, c := range r.Counters {
 		if c.Name == name {

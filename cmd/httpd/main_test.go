@@ -151,6 +151,7 @@ func TestGracefulStopFinishesInFlight(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("httpd did not exit after SIGTERM")
 	}
+	t.Logf("httpd stderr:\n%s", log.String())
 	if !strings.Contains(log.String(), "stopped") {
 		t.Fatalf("stderr lacks the stop line:\n%s", log.String())
 	}

@@ -92,8 +92,8 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	default:
 		return o, fmt.Errorf("--network-stack %q: choose posix (or native once it is built)", o.NetworkStack)
 	}
-	if o.MaxBody < 0 {
-		return o, fmt.Errorf("--max-body %d: give a size in bytes, 0 or more", o.MaxBody)
+	if o.MaxBody <= 0 {
+		return o, fmt.Errorf("--max-body %d: give a size in bytes, 1 or more", o.MaxBody)
 	}
 	for _, d := range []struct {
 		name string
