@@ -287,3 +287,59 @@ func TestStartPortInUse(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and one line naming the port in use", code, stderr.String())
 	}
 }
+
+func TestAccessLogAndStop(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	ts := startTestServer(t, func(o *Options) { o.AccessLog = logPath })
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, p := range []string{"/", "/f1.txt", "/nope"} {
+		resp, err := client.Get(ts.base + p)
+		must(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	client.CloseIdleConnections()
+	ts.Stop()
+	select {
+	case <-ts.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	b, err := os.ReadFile(logPath)
+	must(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 || !strings.Contains(string(b), `"GET / HTTP/1.1" 200`) ||
+		!strings.Contains(string(b), `"GET /nope HTTP/1.1" 404`) || !strings.HasPrefix(lines[0], "127.0.0.1 ") {
+		t.Fatalf("access log:\n%s", b)
+	}
+}
+
+func TestPollModeNeverSleeps(t *testing.T) {
+	ts := startTestServer(t, func(o *Options) { o.PollMode = true; o.SMP = 1 })
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(ts.base + "/")
+	must(t, err)
+	resp.Body.Close()
+	m := shard.Merge(ts.Stats())
+	if m.Loop.Sleeps != 0 || m.Loop.Loops == 0 {
+		t.Fatalf("--poll-mode: %d sleeps in %d loops, want none", m.Loop.Sleeps, m.Loop.Loops)
+	}
+}
+
+// TestIdleServerSleeps checks an idle server blocks in epoll_wait (the loop's
+// sleeps counter) rather than spinning: that is what keeps its CPU use near zero.
+func TestIdleServerSleeps(t *testing.T) {
+	ts := startTestServer(t, nil)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rs := ts.Stats()
+		all := true
+		for _, r := range rs {
+			all = all && r.Loop.Sleeps > 0
+		}
+		if all && len(rs) == len(ts.CPUs) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards never slept: %v", rs)
+		}
+	}
+}
