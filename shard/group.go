@@ -2,7 +2,6 @@ package shard
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 )
@@ -121,34 +120,35 @@ func (g *Group) Wait() { <-g.done }
 func (g *Group) Done() <-chan struct{} { return g.done }
 
 // Stats collects every running shard's report, by message, in shard order.
+// A shard that exits before answering is left out.
 func (g *Group) Stats() []Report {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	reply := make(chan Report, len(g.shards))
-	asked := 0
-	for _, s := range g.shards {
+	replies := make([]chan Report, len(g.shards))
+	for i, s := range g.shards {
 		select {
 		case <-s.done:
 		default:
-			s.send(message{kind: msgStats, reply: reply})
-			asked++
+			replies[i] = make(chan Report, 1)
+			s.send(message{kind: msgStats, reply: replies[i]})
 		}
 	}
 	var rs []Report
-	for asked > 0 {
+	for i, s := range g.shards {
+		if replies[i] == nil {
+			continue
+		}
 		select {
-		case r := <-reply:
+		case r := <-replies[i]:
 			rs = append(rs, r)
-			asked--
-		case <-g.done:
-			// a shard exited before answering; take what came
-			for len(reply) > 0 {
-				rs = append(rs, <-reply)
+		case <-s.done:
+			select {
+			case r := <-replies[i]:
+				rs = append(rs, r)
+			default:
 			}
-			asked = 0
 		}
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Shard < rs[j].Shard })
 	return rs
 }
 

@@ -376,7 +376,11 @@ func (s *Shard) report() Report {
 // send queues m for the shard and wakes it. Only Group calls it, under its lock.
 func (s *Shard) send(m message) {
 	for !s.inbox.Push(m) {
-		time.Sleep(100 * time.Microsecond) // a full control queue: let the shard catch up
+		select {
+		case <-s.done:
+			return // exited: nobody will read it
+		case <-time.After(100 * time.Microsecond): // a full control queue: let the shard catch up
+		}
 	}
 	var one = [8]byte{1}
 	unix.Write(s.efd, one[:])
