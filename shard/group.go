@@ -10,15 +10,12 @@ import (
 type Config struct {
 	CPUs        []int         // one shard per CPU, in this order
 	PollMode    bool          // never block: spin on the pollers and epoll (--poll-mode)
-	Spin        time.Duration // how long an idle loop keeps spinning before it blocks
+	Spin        time.Duration // how long an idle loop keeps polling before it blocks (0: block at the first idle iteration)
 	Tick        time.Duration // timer wheel resolution
 	StopTimeout time.Duration // how long Stop lets shards drain before force-closing
 }
 
 func (c *Config) defaults() {
-	if c.Spin == 0 {
-		c.Spin = 50 * time.Microsecond
-	}
 	if c.Tick == 0 {
 		c.Tick = time.Millisecond
 	}

@@ -25,6 +25,7 @@ type Options struct {
 	Address       netip.Addr
 	NetworkStack  string
 	PollMode      bool
+	IdlePoll      time.Duration // how long an idle shard keeps polling before it sleeps
 	Docroot       string
 	AccessLog     string
 	MaxBody       int64
@@ -49,6 +50,8 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address to listen on")
 	fs.StringVar(&o.NetworkStack, "network-stack", "posix", "network stack: posix (kernel sockets) or native (AF_XDP)")
 	fs.BoolVar(&o.PollMode, "poll-mode", false, "spin instead of sleeping when idle (lowest latency, one busy core per shard)")
+	var idlePollUS int
+	fs.IntVar(&idlePollUS, "idle-poll-time-us", 0, "microseconds an idle shard keeps polling before it sleeps in epoll_wait (0: sleep at once)")
 	fs.StringVar(&o.Docroot, "docroot", "", "directory of static files to serve, loaded into memory at start")
 	fs.StringVar(&o.AccessLog, "access-log", "", "append a Common Log Format access log to this file")
 	fs.Int64Var(&o.MaxBody, "max-body", 1<<20, "largest request body in bytes; larger gets 413")
@@ -77,6 +80,10 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 		}
 		o.CPUSet = set
 	}
+	if idlePollUS < 0 || idlePollUS > 1000000 {
+		return o, fmt.Errorf("--idle-poll-time-us %d: give 0 to 1000000 microseconds", idlePollUS)
+	}
+	o.IdlePoll = time.Duration(idlePollUS) * time.Microsecond
 	if o.Port < 0 || o.Port > 65535 {
 		return o, fmt.Errorf("--port %d: choose a port from 0 to 65535", o.Port)
 	}

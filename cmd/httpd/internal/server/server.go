@@ -55,7 +55,7 @@ func Start(o Options) (*Server, error) {
 	}
 	s.Addr = addr
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
-	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
+	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		taken[sh.ID] = true
 		_, err := netstack.NewPosix(sh, fds[sh.ID], netstack.PosixConfig{Site: site, Log: logw}, time.Now())
 		return err
@@ -129,3 +129,4 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	fmt.Fprintf(stderr, "httpd: stopped; %s\n", shard.Merge(s.group.Final()))
 	return 0
 }
+
