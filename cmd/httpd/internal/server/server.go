@@ -129,4 +129,3 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	fmt.Fprintf(stderr, "httpd: stopped; %s\n", shard.Merge(s.group.Final()))
 	return 0
 }
-
