@@ -138,12 +138,12 @@ func TestIPv4OptionsValid(t *testing.T) {
 	}{
 		{nil, true},
 		{[]byte{1, 1, 1, 0}, true},
-		{[]byte{0, 99, 99, 99}, true},            // padding after EOL is ignored
-		{[]byte{0x94, 4, 0, 0}, true},            // router alert
+		{[]byte{0, 99, 99, 99}, true},             // padding after EOL is ignored
+		{[]byte{0x94, 4, 0, 0}, true},             // router alert
 		{[]byte{0x07, 7, 4, 0, 0, 0, 0, 0}, true}, // record route + EOL
-		{[]byte{0x94}, false},                    // no length byte
-		{[]byte{0x94, 1, 0, 0}, false},           // length below 2
-		{[]byte{0x94, 5, 0, 0}, false},           // runs past the header
+		{[]byte{0x94}, false},                     // no length byte
+		{[]byte{0x94, 1, 0, 0}, false},            // length below 2
+		{[]byte{0x94, 5, 0, 0}, false},            // runs past the header
 	} {
 		if got := IPv4OptionsValid(c.opts); got != c.ok {
 			t.Errorf("% x: valid = %v, want %v", c.opts, got, c.ok)
