@@ -81,7 +81,7 @@ func TestARPBadPackets(t *testing.T) {
 		return b
 	}
 	c.send(
-		good[:14+27], // truncated
+		good[:14+27],                                      // truncated
 		mod(func(b []byte) { b[15] = 6 }),                 // hardware type 6
 		mod(func(b []byte) { b[21] = 3 }),                 // RARP operation
 		mod(func(b []byte) { b[22] = 1 }),                 // multicast sender MAC
@@ -135,7 +135,7 @@ func TestEchoDrops(t *testing.T) {
 	}
 	df := layers.IPv4DontFragment
 	c.send(
-		mod(func(b []byte) { b[len(b)-1] ^= 1 }), // ICMP checksum
+		mod(func(b []byte) { b[len(b)-1] ^= 1 }),                                                      // ICMP checksum
 		echoFrame(t, macB, macA, ipB, ipA, ipOpts{flags: df}, true, 1, 1, nil),                        // echo reply: ignored
 		echoFrame(t, macB, MACBroadcast, ipB, IPv4Broadcast, ipOpts{flags: df}, false, 1, 1, nil),     // broadcast ping
 		echoFrame(t, macB, MACBroadcast, ipB, IPv4Addr{198, 18, 0, 255}, ipOpts{}, false, 1, 1, nil),  // subnet broadcast
