@@ -12,7 +12,7 @@ type Faults struct {
 
 // FaultLinkStats count the impairments a FaultLink applied.
 type FaultLinkStats struct {
-	RxLost, RxReordered, RxCorrupted              uint64
+	RxLost, RxReordered, RxCorrupted               uint64
 	TxLost, TxDuplicated, TxReordered, TxCorrupted uint64
 	TxDupNoFrame                                   uint64 // duplicates skipped: no tx frame free
 }
