@@ -67,6 +67,7 @@ type testApp struct {
 	peerClosed bool
 	advanced   int
 	feeds      int
+	echo       bool // write back what is fed
 }
 
 func (a *testApp) Feed(p []byte, now time.Time) int {
@@ -77,6 +78,9 @@ func (a *testApp) Feed(p []byte, now time.Time) int {
 		a.room -= n
 	}
 	a.in = append(a.in, p[:n]...)
+	if a.echo {
+		a.write(string(p[:n]))
+	}
 	return n
 }
 
@@ -298,7 +302,8 @@ func (x *tcpTest) establish() (*tcpConn, *testApp) {
 	l.setState(c, tcpEstablished)
 	c.iss, c.irs = tISS, tIRS
 	c.sndUna, c.sndNxt, c.sndMax, c.recover = tISS+1, tISS+1, tISS+1, tISS
-	c.rcvNxt, c.appSeq, c.rcvAdv = tIRS+1, tIRS+1, tIRS+1
+	c.rcvNxt, c.appSeq = tIRS+1, tIRS+1
+	c.rcvAdv = c.rcvNxt.add(uint32(l.cfg.RcvBuf)) // as if advertised
 	c.mss = 1460
 	c.sndWnd, c.maxSndWnd = 65535, 65535
 	c.sndWl1, c.sndWl2 = tIRS, tISS+1

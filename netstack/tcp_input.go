@@ -268,7 +268,12 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 		case wnd == 0 && seq == c.rcvNxt:
 			// "If the RCV.WND is zero, no segments will be
 			// acceptable, but special allowance should be made to
-			// accept valid ACKs, URGs, and RSTs."
+			// accept valid ACKs, URGs, and RSTs." The text is
+			// dropped and ACKed.
+			if len(payload) > 0 || flags&TCPFlagFIN != 0 {
+				l.stats.OutOfWindow++
+				c.ackNow = true
+			}
 			payload = nil
 			flags &^= TCPFlagFIN
 		case c.state == tcpSynRcvd && flags&TCPFlagSYN != 0 && flags&TCPFlagACK == 0 && seq == c.irs:
