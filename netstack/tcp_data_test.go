@@ -15,7 +15,7 @@ func (x *tcpTest) kick(c *tcpConn) {
 // ESTABLISHED: in-order data is fed to the app straight away; the ACK is
 // delayed for one segment and sent at once for the second (RFC 5681 4.2).
 func TestTCPDelayedAck(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	_, app := x.establish()
 	x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "hello"})
 	x.expectNothing()
@@ -39,7 +39,7 @@ func TestTCPDelayedAck(t *testing.T) {
 
 // A response written during Feed carries the ACK (no separate ACK).
 func TestTCPRequestResponse(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
 	app.echo = true
 	x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "GET / HTTP/1.1\r\n\r\n"})
@@ -61,7 +61,7 @@ func TestTCPRequestResponse(t *testing.T) {
 // The send queue is cut into MSS segments across the app's slices, the
 // last with PSH, limited by cwnd.
 func TestTCPSegmentation(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
 	c.cwnd = 2 * 1460
 	a, b := strings.Repeat("a", 1000), strings.Repeat("b", 3000)
@@ -88,7 +88,7 @@ func TestTCPSegmentation(t *testing.T) {
 
 // The peer's window limits what is sent; a window update lets the rest go.
 func TestTCPSendWindow(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
 	c.sndWnd = 1000
 	app.write(strings.Repeat("z", 1500))
@@ -101,7 +101,7 @@ func TestTCPSendWindow(t *testing.T) {
 // Out of order: held and ACKed at once (dup ACK); the hole filled: all of
 // it fed in order and ACKed at once. Overlaps and duplicates are trimmed.
 func TestTCPReassembly(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
 	x.send(seg{TCPFields: fl(A, 5011, 1001, 65535), data: "KLMNO"}) // [5011,5016)
 	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768)})
@@ -132,7 +132,7 @@ func TestTCPReassembly(t *testing.T) {
 
 // With SACK negotiated the dup ACKs carry SACK blocks, most recent first.
 func TestTCPSACKBlocksSent(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, _ := x.establish()
 	c.sackOK = true
 	x.send(seg{TCPFields: fl(A, 5011, 1001, 65535), data: "0123456789"})
@@ -147,7 +147,7 @@ func TestTCPSACKBlocksSent(t *testing.T) {
 // Reassembly holds at most tcpMaxOOO ranges; a segment above them all is
 // dropped and counted, one below replaces the highest.
 func TestTCPReassemblyBounded(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, _ := x.establish()
 	for i := uint32(0); i < tcpMaxOOO; i++ {
 		x.send(seg{TCPFields: fl(A, 5011+20*i, 1001, 65535), data: "x"})
@@ -165,7 +165,7 @@ func TestTCPReassemblyBounded(t *testing.T) {
 
 // Data beyond the window is trimmed to it.
 func TestTCPTrimToWindow(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, _ := x.establish()
 	x.send(seg{TCPFields: fl(A, 5001+32768-2, 1001, 65535), data: "abcd"})
 	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768)})
@@ -178,7 +178,7 @@ func TestTCPTrimToWindow(t *testing.T) {
 // window shrinks; when the app's output drains it takes the rest and a
 // window update goes out.
 func TestTCPBackPressure(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
 	app.room = 10
 	app.write("resp")
@@ -198,7 +198,7 @@ func TestTCPBackPressure(t *testing.T) {
 // Zero window from the peer: the persist timer probes with backoff and
 // does not count towards the retry limit; a window opening sends data.
 func TestTCPZeroWindowPersist(t *testing.T) {
-	cfg := testConfig()
+	cfg := tcpTestConfig()
 	cfg.Retries = 2
 	x := newTCPTest(t, cfg)
 	c, app := x.establish()
@@ -228,7 +228,7 @@ func TestTCPZeroWindowPersist(t *testing.T) {
 // Our receive window closes under back-pressure, a zero-window probe from
 // the peer is answered, and the ACK of a zero window still works.
 func TestTCPZeroWindowReceive(t *testing.T) {
-	cfg := testConfig()
+	cfg := tcpTestConfig()
 	cfg.RcvBuf = 4096
 	x := newTCPTest(t, cfg)
 	c, app := x.establish()

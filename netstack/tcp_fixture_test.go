@@ -15,8 +15,8 @@ import (
 // that must come back.
 
 var (
-	tLocal  = [4]byte{198, 18, 0, 1}
-	tRemote = [4]byte{198, 18, 0, 2}
+	tLocal  = IPv4Addr{198, 18, 0, 1}
+	tRemote = IPv4Addr{198, 18, 0, 2}
 )
 
 const (
@@ -143,7 +143,7 @@ type tcpTest struct {
 	key  tcpKey
 }
 
-func testConfig() TCPConfig {
+func tcpTestConfig() TCPConfig {
 	return TCPConfig{Addr: tLocal, MaxConns: 64, SynBacklog: 8, MSS: 1460, RcvBuf: 32768, Seed: 1}
 }
 
@@ -193,7 +193,7 @@ func (s seg) String() string {
 		strings.Join(fl, ","), s.Seq, s.Ack, s.Window, o, len(s.data), s.data)
 }
 
-func (x *tcpTest) sendFrom(src [4]byte, sport uint16, s seg) {
+func (x *tcpTest) sendFrom(src IPv4Addr, sport uint16, s seg) {
 	if s.SrcPort == 0 {
 		s.SrcPort = sport
 	}

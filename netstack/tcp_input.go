@@ -152,7 +152,7 @@ func (l *tcpLayer) establish(c *tcpConn) bool {
 	}
 	if c.passive {
 		l.stats.PassiveOpens++
-		remote := netip.AddrPortFrom(ip4Addr(c.key.raddr), c.key.rport)
+		remote := netip.AddrPortFrom(IPv4AddrFromUint32(c.key.raddr).AsNetip(), c.key.rport)
 		c.app = c.ep.Accept(remote, l.nowT)
 		if c.app == nil {
 			l.stats.AcceptRefused++

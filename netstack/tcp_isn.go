@@ -1,9 +1,6 @@
 package netstack
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "math/bits"
 
 // tcpKey is a connection's 4-tuple from our side: remote and local address and
 // port. It is comparable and hashes without allocation.
@@ -130,27 +127,8 @@ func (s *tcpSecrets) checkCookie(k tcpKey, peerISN, cookie seqnum, now int64) ui
 
 // tcpChecksum returns the TCP checksum of seg (checksum field included as it
 // is) with the IPv4 pseudo-header of src, dst (RFC 9293 §3.1). A segment with
-// a correct checksum sums to 0.
+// a correct checksum gives 0.
 func tcpChecksum(src, dst uint32, seg []byte) uint16 {
-	sum := uint64(src>>16) + uint64(src&0xffff) + uint64(dst>>16) + uint64(dst&0xffff) +
-		6 + uint64(len(seg))
-	for len(seg) >= 8 {
-		v := binary.BigEndian.Uint64(seg)
-		sum += v >> 48
-		sum += (v >> 32) & 0xffff
-		sum += (v >> 16) & 0xffff
-		sum += v & 0xffff
-		seg = seg[8:]
-	}
-	for len(seg) >= 2 {
-		sum += uint64(binary.BigEndian.Uint16(seg))
-		seg = seg[2:]
-	}
-	if len(seg) == 1 {
-		sum += uint64(seg[0]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	ph := PseudoHeaderSum(IPv4AddrFromUint32(src), IPv4AddrFromUint32(dst), ProtoTCP, uint16(len(seg)))
+	return FinishChecksum(ChecksumAdd(ph, seg))
 }

@@ -54,13 +54,13 @@ type tcpSink interface {
 
 // TCPConfig sets up one shard's TCP layer. Zero fields take the defaults noted.
 type TCPConfig struct {
-	Addr       [4]byte // our IPv4 address (source of active opens)
-	MaxConns   int     // connections in all states; default 4096. SYNs beyond it are dropped and counted
-	SynBacklog int     // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
-	MSS        uint16  // MSS we announce (MTU-40); default 1460
-	RcvBuf     int     // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
-	RcvBufs    int     // buffers in the shard's pool (lent only while a connection holds bytes); default MaxConns
-	Seed       uint64  // keys the ISN, SYN cookies and table hash; random in production, fixed in tests
+	Addr       IPv4Addr // our IPv4 address (source of active opens)
+	MaxConns   int      // connections in all states; default 4096. SYNs beyond it are dropped and counted
+	SynBacklog int      // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
+	MSS        uint16   // MSS we announce (MTU-40); default 1460
+	RcvBuf     int      // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
+	RcvBufs    int      // buffers in the shard's pool (lent only while a connection holds bytes); default MaxConns
+	Seed       uint64   // keys the ISN, SYN cookies and table hash; random in production, fixed in tests
 
 	TrustChecksum bool // skip verifying the TCP checksum (the NIC did)
 	NoTimestamps  bool // do not negotiate RFC 7323 timestamps
@@ -240,6 +240,9 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 func (l *tcpLayer) Stats() TCPStats { return l.stats }
 
 func (l *tcpLayer) setNow(now time.Time) {
+	if l.epoch.IsZero() {
+		l.epoch = now
+	}
 	l.nowT = now
 	l.now = int64(now.Sub(l.epoch))
 }
@@ -273,7 +276,7 @@ func ip4Addr(a uint32) netip.Addr {
 // connect opens a connection to raddr:rport from an ephemeral port that
 // passes the port filter; app gets the bytes and ep.Release is called when
 // it is gone.
-func (l *tcpLayer) connect(now time.Time, raddr [4]byte, rport uint16, app TCPApp, ep TCPEndpoint) error {
+func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) error {
 	l.setNow(now)
 	if l.table.n >= l.cfg.MaxConns {
 		return ErrTCPTableFull
@@ -298,9 +301,19 @@ func (l *tcpLayer) connect(now time.Time, raddr [4]byte, rport uint16, app TCPAp
 		c.state = tcpSynSent
 		c.iss = l.sec.isnFor(k, l.now)
 		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
+		c.recover = c.iss
 		c.tsOff = uint32(c.iss) * 2654435761
+		c.mss = l.cfg.MSS
+		// What we offer; synSent keeps what the SYN-ACK agrees to.
+		c.wsOK, c.sackOK, c.tsOK = !l.cfg.NoWScale, !l.cfg.NoSACK, !l.cfg.NoTimestamps
+		for c.wsOK && uint32(l.cfg.RcvBuf)>>c.rcvWScale > 65535 {
+			c.rcvWScale++
+		}
+		c.appSeq, c.rcvAdv = 0, 0
 		l.stats.ActiveOpens++
-		l.sendSyn(c, false)
+		// The SYN goes out from the timer at the next poll: a Stack can
+		// only transmit inside Poll.
+		c.rtxAt = l.now
 		l.schedule(c)
 		return nil
 	}
@@ -308,7 +321,7 @@ func (l *tcpLayer) connect(now time.Time, raddr [4]byte, rport uint16, app TCPAp
 }
 
 // input takes one TCP segment (the IPv4 payload) from src to dst.
-func (l *tcpLayer) input(now time.Time, src, dst [4]byte, seg []byte) {
+func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 	l.setNow(now)
 	l.stats.InSegs++
 	t := TCP(seg)

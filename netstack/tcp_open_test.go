@@ -24,7 +24,7 @@ func fl(flags uint8, seq, ack uint32, win uint16) TCPFields {
 // LISTEN + SYN with every option -> SYN-ACK with the options negotiated,
 // then the ACK -> ESTABLISHED and Accept.
 func TestTCPPassiveOpen(t *testing.T) {
-	cfg := testConfig()
+	cfg := tcpTestConfig()
 	cfg.RcvBuf = 256 << 10 // 2^18 needs window scale 3
 	x := newTCPTest(t, cfg)
 	syn := fl(S, tIRS, 0, 64240)
@@ -67,7 +67,7 @@ func TestTCPPassiveOpen(t *testing.T) {
 // A SYN without options: MSS 536 (RFC 9293 3.7.1), no scaling, no SACK, no
 // timestamps in the SYN-ACK.
 func TestTCPPassiveOpenNoOptions(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	x.send(seg{TCPFields: fl(S, tIRS, 0, 8192)})
 	iss := uint32(x.l.sec.isnFor(x.key, 0))
 	synack := fl(SA, iss, tIRS+1, 32768)
@@ -79,7 +79,7 @@ func TestTCPPassiveOpenNoOptions(t *testing.T) {
 }
 
 func TestTCPNoListenerRST(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	// CLOSED, no ACK: <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
 	x.send(seg{TCPFields: TCPFields{DstPort: 81, Flags: S, Seq: 77}})
 	x.expect(seg{TCPFields: TCPFields{SrcPort: 81, Flags: R | A, Ack: 78}})
@@ -95,7 +95,7 @@ func TestTCPNoListenerRST(t *testing.T) {
 }
 
 func TestTCPListenStrays(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	x.send(seg{TCPFields: fl(R, 1, 0, 0)}) // LISTEN first: RST ignored
 	x.expectNothing()
 	x.send(seg{TCPFields: fl(A, 1, 2, 100)}) // second: ACK -> RST
@@ -110,7 +110,7 @@ func TestTCPListenStrays(t *testing.T) {
 // SYN-RECEIVED: the SYN-ACK is retransmitted with backoff, then the TCB is
 // dropped after SynRetries.
 func TestTCPSynRcvdRetransmit(t *testing.T) {
-	cfg := testConfig()
+	cfg := tcpTestConfig()
 	cfg.SynRetries = 2
 	x := newTCPTest(t, cfg)
 	x.send(seg{TCPFields: fl(S, tIRS, 0, 8192)})
@@ -140,7 +140,7 @@ func TestTCPSynRcvdRetransmit(t *testing.T) {
 
 // SYN-RECEIVED + an ACK that does not acknowledge our SYN -> RST.
 func TestTCPSynRcvdBadAck(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	x.send(seg{TCPFields: fl(S, tIRS, 0, 8192)})
 	x.recv()
 	x.send(seg{TCPFields: fl(A, tIRS+1, 12345, 8192)})
@@ -149,7 +149,7 @@ func TestTCPSynRcvdBadAck(t *testing.T) {
 }
 
 func TestTCPAcceptRefused(t *testing.T) {
-	x := newTCPTest(t, testConfig())
+	x := newTCPTest(t, tcpTestConfig())
 	x.ep.refuse = true
 	x.send(seg{TCPFields: fl(S, tIRS, 0, 8192)})
 	x.recv()
@@ -163,7 +163,7 @@ func TestTCPAcceptRefused(t *testing.T) {
 }
 
 func TestTCPTableFull(t *testing.T) {
-	cfg := testConfig()
+	cfg := tcpTestConfig()
 	cfg.MaxConns = 2
 	x := newTCPTest(t, cfg)
 	for p := uint16(1); p <= 3; p++ {

@@ -116,6 +116,8 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 		// the peer never sends FIN (Linux tcp_fin_timeout).
 		l.stats.FinWait2Timeout++
 		l.closeConn(c)
+	case c.state == tcpSynSent && c.sndMax == c.iss:
+		l.sendSyn(c, false) // the first SYN of connect
 	case c.state == tcpSynRcvd || c.state == tcpSynSent:
 		if int(c.retries) >= l.cfg.SynRetries {
 			if c.state == tcpSynRcvd {
