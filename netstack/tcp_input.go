@@ -258,6 +258,21 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 		return
 	}
 
+	// fourth (checked first, as RFC 5961 §4.2 wants it "irrespective of the
+	// sequence number"): a SYN in a synchronized state gets a challenge
+	// ACK. We do the same in SYN-RECEIVED rather than go back to LISTEN
+	// (RFC 9293), so that a blind SYN cannot kill a handshake; only the
+	// peer's own SYN again gets our SYN-ACK again.
+	if flags&TCPFlagSYN != 0 && flags&TCPFlagRST == 0 {
+		if c.state == tcpSynRcvd && seq == c.irs && flags&TCPFlagACK == 0 {
+			l.stats.Retransmits++
+			l.sendSyn(c, true)
+			return
+		}
+		l.challengeAck(c)
+		return
+	}
+
 	// first: check sequence number (the four cases of RFC 9293 3.10.7.4).
 	wnd := uint32(0)
 	if edge := c.appSeq.add(uint32(l.cfg.RcvBuf)); edge.gt(c.rcvNxt) {
@@ -276,11 +291,6 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 			}
 			payload = nil
 			flags &^= TCPFlagFIN
-		case c.state == tcpSynRcvd && flags&TCPFlagSYN != 0 && flags&TCPFlagACK == 0 && seq == c.irs:
-			// The peer's SYN again: our SYN-ACK was lost.
-			l.stats.Retransmits++
-			l.sendSyn(c, true)
-			return
 		case flags&TCPFlagRST != 0:
 			// "If an incoming segment is not acceptable ... (unless
 			// the RST bit is set, if so drop the segment and return)"
@@ -313,15 +323,6 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 			l.closeConn(c)
 			return
 		}
-		l.challengeAck(c)
-		return
-	}
-
-	// fourth: SYN, RFC 5961 §4.2: a SYN in a synchronized state, whatever
-	// its sequence number, gets a challenge ACK. We do the same in
-	// SYN-RECEIVED rather than go back to LISTEN (RFC 9293), so that a
-	// blind SYN cannot kill a handshake.
-	if flags&TCPFlagSYN != 0 {
 		l.challengeAck(c)
 		return
 	}
