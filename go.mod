@@ -3,6 +3,7 @@ module percore
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
 	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/google/gopacket v1.1.19 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
