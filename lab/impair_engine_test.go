@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// testFrames holds frame i at index i: a length from 60 to 1514 bytes, the
-// sequence number right after the Ethernet header, seeded filler elsewhere.
+// testFrames holds frame i at index i: a length from 60 to 1514 bytes,
+// EtherType IPv4, the sequence number right after the Ethernet header, seeded
+// filler elsewhere.
 // Built once; tests must not modify them.
 var testFrames = func() [][]byte {
 	r := rand.New(rand.NewPCG(1, 99))
@@ -24,6 +25,7 @@ var testFrames = func() [][]byte {
 			binary.LittleEndian.PutUint64(w[:], r.Uint64())
 			copy(f[j:], w[:])
 		}
+		binary.BigEndian.PutUint16(f[12:], 0x0800) // IPv4, so corruptible
 		binary.BigEndian.PutUint32(f[ethHeaderLen:], uint32(i))
 		fs[i] = f
 	}
@@ -285,6 +287,26 @@ func TestImpairCorrupt(t *testing.T) {
 	}
 	for k, c := range where {
 		binomialBand(t, fmt.Sprintf("flips in eighth %d of the payload", k), uint64(c), len(out), 1.0/8)
+	}
+}
+
+func TestImpairCorruptOnlyIP(t *testing.T) {
+	for _, tc := range []struct {
+		etype   uint16
+		corrupt bool
+	}{{0x0800, true}, {0x86dd, false}, {0x0806, false}, {0x88b5, false}} {
+		im := NewImpairer(ImpairSpec{Corrupt: 1, Seed: 1}, 0, 4, 2048)
+		f := bytes.Clone(testFrame(3))
+		binary.BigEndian.PutUint16(f[12:], tc.etype)
+		s, buf, _ := im.Alloc()
+		im.Push(0, s, copy(buf, f))
+		out := make([][]byte, 1)
+		if im.Due(0, out) != 1 {
+			t.Fatalf("EtherType %#04x: frame not out", tc.etype)
+		}
+		if changed := !bytes.Equal(out[0], f); changed != tc.corrupt || (im.Stats.Corrupted == 1) != tc.corrupt {
+			t.Errorf("EtherType %#04x: changed %v, counted %d; want corrupted %v", tc.etype, changed, im.Stats.Corrupted, tc.corrupt)
+		}
 	}
 }
 

@@ -98,8 +98,8 @@ func (im *Impaired) build(l *Lab, c Config) (err error) {
 	return err
 }
 
-// teardown stops the bridge, detaches the XDP programs and removes the middle
-// namespace (and with it both veth pairs). Run by Lab.Close.
+// teardown stops the bridge, detaches the XDP programs, deletes both veth
+// pairs and removes the middle namespace. Run by Lab.Close.
 func (im *Impaired) teardown() error {
 	var errs []error
 	if im.Bridge != nil {
@@ -109,6 +109,11 @@ func (im *Impaired) teardown() error {
 		errs = append(errs, x.Close())
 	}
 	im.xdpPass = nil
+	// Delete the pairs now: freeing the namespace would destroy them later,
+	// in the kernel's own time, racing with Lab.Close deleting the client end.
+	if im.MiddleNS != nil {
+		errs = append(errs, DeleteLink(im.MiddleNS, im.MidClientIf), DeleteLink(im.MiddleNS, im.MidServerIf))
+	}
 	errs = append(errs, im.MiddleNS.Delete())
 	return errors.Join(errs...)
 }
