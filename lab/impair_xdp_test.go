@@ -2,6 +2,8 @@ package lab
 
 import (
 	"encoding/binary"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +96,72 @@ func xdpTxErrors(t *testing.T, ns *NS, name string) uint64 {
 		t.Fatalf("ethtool -S %s: %v", name, err)
 	}
 	return sum
+}
+
+// TestImpairedSpreadsFlows checks that flows through the bridge reach more
+// than one rx queue of the server end: the middle kernel picks the tx queue
+// of each frame the bridge sends by the flow's hash.
+func TestImpairedSpreadsFlows(t *testing.T) {
+	im, ln := newImpairedTCP(t, ImpairSpec{})
+	// An XDP program on the server end makes veth count frames per rx queue.
+	x, err := attachXDP(im.ServerNS, im.ServerIf, xdpPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	const flows = 32 // all on one queue of two: 2^-31 for a fair hash
+	if err := im.ClientNS.Do(func() error {
+		for range flows {
+			d := net.Dialer{Timeout: 5 * time.Second}
+			c, err := d.Dial("tcp4", ln.Addr().String())
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	per := xdpPacketsPerQueue(t, im.ServerNS, im.ServerIf)
+	t.Logf("server end rx frames per queue: %v", per)
+	if len(per) != 2 || per[0] == 0 || per[1] == 0 {
+		t.Fatalf("rx frames per queue %v: want frames on both queues", per)
+	}
+}
+
+// xdpPacketsPerQueue reads a veth end's rx_queue_N_xdp_packets (ethtool -S).
+func xdpPacketsPerQueue(t *testing.T, ns *NS, name string) []uint64 {
+	t.Helper()
+	var per []uint64
+	if err := ns.Do(func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		st, err := e.Stats(name)
+		if err != nil {
+			return err
+		}
+		for q := 0; ; q++ {
+			v, ok := st[fmt.Sprintf("rx_queue_%d_xdp_packets", q)]
+			if !ok {
+				return nil
+			}
+			per = append(per, v)
+		}
+	}); err != nil {
+		t.Fatalf("ethtool -S %s: %v", name, err)
+	}
+	return per
 }
