@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"percore/lab"
@@ -170,4 +171,51 @@ func TestMemlockLimit(t *testing.T) {
 		t.Errorf("over memlock: %v", openErr)
 	}
 	t.Log(openErr)
+}
+
+// TestAttachModes: native and generic attach show in the link's XDP state,
+// and Close leaves nothing attached.
+func TestAttachModes(t *testing.T) {
+	needRoot(t)
+	l, err := lab.New(lab.Config{Prefix: "pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	state := func() uint32 {
+		h, err := l.ServerNS.Handle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		ln, err := h.LinkByName(l.ServerIf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := ln.Attrs().Xdp; x != nil && x.Attached {
+			return x.AttachMode
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		mode AttachMode
+		want uint32
+	}{{Native, nl.XDP_ATTACHED_DRV}, {Generic, nl.XDP_ATTACHED_SKB}} {
+		p, err := NewProgram(ProgramConfig{IP: ourIP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ServerNS.Do(func() error { return p.Attach(l.ServerIf, c.mode) }); err != nil {
+			t.Fatalf("%s: %v", c.mode, err)
+		}
+		if got := state(); got != c.want {
+			t.Errorf("%s: attach mode %d, want %d", c.mode, got, c.want)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got != 0 {
+			t.Errorf("%s: still attached after Close (mode %d)", c.mode, got)
+		}
+	}
 }
