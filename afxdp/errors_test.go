@@ -219,3 +219,27 @@ func TestAttachModes(t *testing.T) {
 		}
 	}
 }
+
+func TestRaiseMemlock(t *testing.T) {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_MEMLOCK, &old) })
+	low := old
+	low.Cur = 1 << 16
+	if low.Cur > low.Max {
+		low.Cur = low.Max
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &low); err != nil {
+		t.Fatal(err)
+	}
+	if err := RaiseMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	var now unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
+	if now.Cur != now.Max || now.Cur < old.Cur {
+		t.Errorf("after RaiseMemlock: soft %d hard %d (was %d)", now.Cur, now.Max, old.Cur)
+	}
+}

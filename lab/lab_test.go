@@ -195,3 +195,16 @@ func TestListAndRemove(t *testing.T) {
 		t.Fatalf("Close after removal: %v", err)
 	}
 }
+
+func TestLabRejectsMTUAboveXDPLimit(t *testing.T) {
+	needRoot(t)
+	if l, err := New(Config{MTU: MaxXDPMTU + 1}); err == nil {
+		l.Close()
+		t.Fatal("lab with MTU above the native-XDP limit")
+	}
+	l, err := New(Config{MTU: MaxXDPMTU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
