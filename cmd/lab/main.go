@@ -1,6 +1,6 @@
 // Command lab builds, lists and removes percore's veth lab by hand:
 //
-//	lab up [--queues N] [--mtu M] [--prefix P]   build a lab and print how to use it
+//	lab up [--queues N] [--mtu M] [--prefix P] [--impair SPEC]   build a lab and print how to use it
 //	lab status                                    list labs (namespaces named *-cli / *-srv)
 //	lab down NAME|--all                           remove one lab (or every lab)
 //
@@ -40,7 +40,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--hold] | lab down NAME|--all | lab status")
+	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--hold] [--impair SPEC] | lab down NAME|--all | lab status")
 	os.Exit(2)
 }
 
@@ -50,22 +50,49 @@ func up(args []string) error {
 	mtu := fs.Int("mtu", 1500, "veth MTU (at most 3506 for native XDP)")
 	prefix := fs.String("prefix", "pc", "name prefix")
 	hold := fs.Bool("hold", false, "stay in the foreground and remove the lab on SIGINT/SIGTERM")
+	impair := fs.String("impair", "", "impairment bridge between client and server, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1 (implies --hold)")
 	fs.Parse(args)
+	var spec lab.ImpairSpec
+	if *impair != "" {
+		var err error
+		if spec, err = lab.ParseImpair(*impair); err != nil {
+			return err
+		}
+		*hold = true // the bridge runs in this process
+	}
 
 	// Signals during setup must not leave half a lab behind.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	l, err := lab.New(lab.Config{Prefix: *prefix, Queues: *queues, MTU: *mtu})
-	if err != nil {
+	cfg := lab.Config{Prefix: *prefix, Queues: *queues, MTU: *mtu}
+	var (
+		l   *lab.Lab
+		im  *lab.Impaired
+		err error
+	)
+	if *impair != "" {
+		if im, err = lab.NewImpaired(cfg, spec); err != nil {
+			return err
+		}
+		l = im.Lab
+	} else if l, err = lab.New(cfg); err != nil {
 		return err
+	}
+	closeLab := l.Close
+	if im != nil {
+		closeLab = func() error { fmt.Println(im.Bridge.Stats()); return im.Close() }
 	}
 	select {
 	case s := <-sig:
-		l.Close()
+		closeLab()
 		return fmt.Errorf("interrupted by %v; lab removed", s)
 	default:
 	}
-	fmt.Println(l)
+	if im != nil {
+		fmt.Println(im)
+	} else {
+		fmt.Println(l)
+	}
 	fmt.Printf("server interface: %s in netns %s (percore: --iface %s --netns %s --ip %s)\n",
 		l.ServerIf, l.ServerNS, l.ServerIf, l.ServerNS, l.ServerIP)
 	fmt.Printf("client commands:  %s ping %s\n", l.ClientExec(), l.ServerIP)
@@ -76,7 +103,7 @@ func up(args []string) error {
 	}
 	fmt.Println("holding; Ctrl-C removes the lab")
 	<-sig
-	return l.Close()
+	return closeLab()
 }
 
 func down(args []string) error {
