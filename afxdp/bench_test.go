@@ -53,8 +53,8 @@ func startGenerator(b *testing.B, l *lab.Lab, frame []byte) *generator {
 	g.done.Add(1)
 	go func() {
 		defer g.done.Done()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		runtime.LockOSThread() // never unlocked: the thread's affinity changes
+		pinCPU(0)
 		limit := time.Now().Add(2 * time.Minute) // safety bound
 		for i := 0; ; i++ {
 			if i&63 == 0 {
@@ -114,6 +114,7 @@ func startXDPGenerator(b *testing.B, l *lab.Lab, frame []byte) *generator {
 		defer g.done.Done()
 		defer prog.Close()
 		runtime.LockOSThread() // never unlocked: this thread enters the client namespace
+		pinCPU(0)
 		if err := l.ClientNS.Enter(); err != nil {
 			first <- err
 			return
@@ -187,6 +188,27 @@ func benchRig(b *testing.B) (*lab.Lab, *Socket) {
 	return l, s
 }
 
+// pinCPU pins the calling (locked) thread to cpu modulo the CPU count: the
+// generator (which also runs the veth NAPI and XDP) on one CPU, the measured
+// loop on the other.
+func pinCPU(cpu int) {
+	var set unix.CPUSet
+	set.Set(cpu % runtime.NumCPU())
+	unix.SchedSetaffinity(0, &set)
+}
+
+// pinBench pins the benchmark goroutine to CPU 1 until the benchmark ends.
+func pinBench(b *testing.B) {
+	runtime.LockOSThread()
+	var old unix.CPUSet
+	unix.SchedGetaffinity(0, &old)
+	pinCPU(1)
+	b.Cleanup(func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	})
+}
+
 // flood starts the fastest generator the kernel supports.
 func flood(b *testing.B, l *lab.Lab) *generator {
 	if g := startXDPGenerator(b, l, benchFrame(b, l)); g != nil {
@@ -206,6 +228,7 @@ func benchFrame(b *testing.B, l *lab.Lab) []byte {
 // the fill ring. ns/op is per frame.
 func BenchmarkRxOnly(b *testing.B) {
 	l, s := benchRig(b)
+	pinBench(b)
 	g := flood(b, l)
 	rx := make([]Desc, 64)
 	deadline := time.Now().Add(time.Minute)
@@ -230,6 +253,7 @@ func BenchmarkRxOnly(b *testing.B) {
 // + completion). ns/op is per reflected frame.
 func BenchmarkReflect(b *testing.B) {
 	l, s := benchRig(b)
+	pinBench(b)
 	g := flood(b, l)
 	rx := make([]Desc, 64)
 	tx := make([]Desc, 64)
@@ -276,5 +300,32 @@ func report(b *testing.B, s *Socket, sent uint64) {
 		// Frames the generator sent that the kernel dropped before our rx
 		// ring (fill ring empty or rx ring full while we were descheduled).
 		b.ReportMetric(float64(st.RxDropped+st.RxRingFull)/float64(sent), "dropped/sent")
+	}
+}
+
+// BenchmarkSteer is the XDP program's own cost per frame, run by the kernel
+// through BPF_PROG_TEST_RUN with no socket bound: a TCP SYN to a steered port
+// (the longest path: two map lookups) and an IPv6 frame (the shortest).
+func BenchmarkSteer(b *testing.B) {
+	needRoot(b)
+	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{listenPort}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"tcp", tcpSYN(b, peerIP, ourIP, 1, listenPort)},
+		{"udp-pass", udp(b, peerIP, ourIP, 53)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, d, err := p.prog.Benchmark(c.frame, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(d.Nanoseconds()), "ns/op")
+		})
 	}
 }

@@ -164,3 +164,47 @@ func TestLabBetween(t *testing.T) {
 		t.Errorf("middle netns left behind (%v)", err)
 	}
 }
+
+// TestListAndRemove is what `lab status` and `lab down NAME` do.
+func TestListAndRemove(t *testing.T) {
+	needRoot(t)
+	l, err := New(Config{Prefix: "pr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	name := l.ClientNS.Name[:len(l.ClientNS.Name)-len("-cli")]
+	got, err := Namespaces(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Namespaces(%q) = %v, want the client and server namespaces", name, got)
+	}
+	if short, _ := Namespaces(name[:len(name)-1]); len(short) != 0 {
+		t.Fatalf("a shorter name matched: %v", short)
+	}
+	if err := RemoveByName(got); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := List(name); len(got) != 0 {
+		t.Fatalf("after RemoveByName: %v", got)
+	}
+	// Close after an outside removal still succeeds.
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close after removal: %v", err)
+	}
+}
+
+func TestLabRejectsMTUAboveXDPLimit(t *testing.T) {
+	needRoot(t)
+	if l, err := New(Config{MTU: MaxXDPMTU + 1}); err == nil {
+		l.Close()
+		t.Fatal("lab with MTU above the native-XDP limit")
+	}
+	l, err := New(Config{MTU: MaxXDPMTU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
