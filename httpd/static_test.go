@@ -130,7 +130,7 @@ func TestResponseWriterHeaders(t *testing.T) {
 	f := newFixture(t, Config{}, func(s *Site) {
 		s.Handle("/h", func(w *ResponseWriter, r *Request) {
 			w.Header("X-Ok", "yes")
-			w.Header("Content-Length", "99")   // server-managed: ignored
+			w.Header("Content-Length", "99")      // server-managed: ignored
 			w.Header("X-Split", "a\r\nX-Evil: 1") // response splitting: ignored
 			w.Header("Bad Name", "v")
 			w.WriteHeader(99) // not a final status: ignored
