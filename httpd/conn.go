@@ -130,7 +130,7 @@ func (c *Conn) Received(n int, now time.Time) {
 		return
 	}
 	if n > 0 {
-		c.w += n
+		c.w = min(c.w+n, len(c.in)) // never past what ReadBuf lent
 		c.lastActive = now
 	}
 	c.process()

@@ -210,7 +210,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	w.hdr = w.hdr[:0]
 	w.body = w.body[:0]
 	if !c.callHandler(hf) {
-		c.fail(500)
+		c.srv.stats.Panics++
+		c.h.keepAlive = false // the handler's state is suspect: end the connection
+		c.respondText(500, false, nil, nil)
 		return
 	}
 	status := w.status
