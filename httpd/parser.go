@@ -23,9 +23,9 @@ type head struct {
 	continued     bool // 100 Continue sent
 	chunked       bool
 	teSeen        bool
-	inmOff        int // If-None-Match value; inmLen < 0 when absent
+	inmOff        int // If-None-Match value, when hasINM
 	inmLen        int
-	imsOff        int // If-Modified-Since value
+	imsOff        int // If-Modified-Since value, when hasIMS
 	imsLen        int
 	hasINM        bool
 	hasIMS        bool
