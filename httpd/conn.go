@@ -125,7 +125,10 @@ func (c *Conn) ReadBuf() []byte {
 			copy(in, c.in[:c.w])
 			c.in = in
 		} else {
-			return nil // unreachable while the parser enforces its limits
+			// Unreachable while the parser enforces its limits; if it ever is
+			// reached, answer rather than leave the connection hanging.
+			c.fail(431)
+			return c.in
 		}
 	}
 	return c.in[c.w:]
