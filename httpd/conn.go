@@ -130,7 +130,7 @@ func (c *Conn) Received(n int, now time.Time) {
 		return
 	}
 	if n > 0 {
-		c.w += n
+		c.w = min(c.w+n, len(c.in)) // never past what ReadBuf lent
 		c.lastActive = now
 	}
 	c.process()
@@ -176,7 +176,11 @@ func (c *Conn) Advance(n int) {
 	if n <= 0 {
 		return
 	}
+	// The peer is taking our output: activity as of the latest time we know.
 	c.progressed = true
+	if c.now.After(c.lastActive) {
+		c.lastActive = c.now
+	}
 	for n > 0 && c.outHead < len(c.out) {
 		s := c.out[c.outHead]
 		if n < len(s) {
@@ -242,8 +246,9 @@ func (c *Conn) Expire(now time.Time) bool {
 	if d.IsZero() || now.Before(d) {
 		return false
 	}
-	if c.progressed && !(c.inReq && c.state == stHead) {
-		// The peer is reading our output: that is activity, not idleness.
+	if c.progressed && c.outBytes > 0 && !(c.inReq && c.state == stHead) {
+		// A slow reader still taking output: activity, not idleness. Advance
+		// cannot know the time, so the check happens here.
 		c.progressed = false
 		c.lastActive = now
 		return false

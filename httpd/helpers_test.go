@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,7 @@ func (f *fixture) drain() string {
 // parsedResp is one response read back with net/http.
 type parsedResp struct {
 	status int
+	close  bool // Connection: close (net/http removes it from header)
 	header http.Header
 	body   string
 }
@@ -108,6 +111,66 @@ func readResponses(t *testing.T, stream string, heads ...bool) []parsedResp {
 		if err != nil {
 			t.Fatalf("response %d body: %v", i, err)
 		}
-		rs = append(rs, parsedResp{resp.StatusCode, resp.Header, string(body)})
+		rs = append(rs, parsedResp{resp.StatusCode, resp.Close, resp.Header, string(body)})
 	}
+}
+
+// makeDocroot writes a small docroot and returns its path.
+func makeDocroot(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"index.html":        "<h1>root</h1>\n",
+		"style.css":         "body{}\n",
+		"hello.txt":         "hello file\n",
+		"data.bin":          "\x00\x01\x02",
+		"sub/index.html":    "<h1>sub</h1>\n",
+		"sub/a.txt":         "a\n",
+		"sp ace/index.html": "space\n",
+		"big.txt":           strings.Repeat("0123456789abcdef", 300<<10/16), // 300 KiB
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, t0.Add(-time.Hour), t0.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link to a file outside the docroot must never be served.
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testSite has the docroot above plus dynamic routes: /echo returns the
+// request body, /api/ (prefix) returns the path, /panic panics.
+func testSetup(s *Site) {
+	s.Handle("/echo", func(w *ResponseWriter, r *Request) {
+		w.Header("Content-Type", "application/octet-stream")
+		w.Write(r.Body)
+	})
+	s.Handle("/api/", func(w *ResponseWriter, r *Request) {
+		w.WriteString("api:")
+		w.Write(r.Path)
+	})
+	s.Handle("/status", func(w *ResponseWriter, r *Request) {
+		w.WriteHeader(201)
+		w.Header("X-Method", string(r.Method)) // allocates; tests only
+		w.WriteString("created")
+	})
+	s.Handle("/panic", func(w *ResponseWriter, r *Request) { panic("handler bug") })
+}
+
+func newTestFixture(t *testing.T) *fixture {
+	return newFixture(t, Config{Docroot: makeDocroot(t), MaxBody: 1000}, testSetup)
 }

@@ -95,12 +95,6 @@ func (c *Conn) parse() (done bool, status int) {
 // resumes where it stopped, so input arriving a byte at a time costs O(n).
 func (c *Conn) parseHead() (done bool, status int) {
 	h := &c.h
-	if h.lineEnd == 0 && h.scan == 0 {
-		// RFC 9112 2.2: ignore at least one empty line before the request line.
-		for c.w-c.r >= 2 && c.in[c.r] == '\r' && c.in[c.r+1] == '\n' {
-			c.r += 2
-		}
-	}
 	buf := c.in[c.r:c.w]
 	for {
 		i := bytes.IndexByte(buf[h.scan:], '\n')
@@ -124,6 +118,13 @@ func (c *Conn) parseHead() (done bool, status int) {
 		line := buf[start : nl-1]
 		h.lineStart = nl + 1
 		if h.lineEnd == 0 {
+			if len(line) == 0 {
+				// RFC 9112 2.2: ignore empty lines before the request line.
+				c.r += nl + 1
+				buf = c.in[c.r:c.w]
+				h.scan, h.lineStart = 0, 0
+				continue
+			}
 			h.lineEnd = nl + 1
 			if len(line) > maxRequestLine {
 				return false, 414
