@@ -110,11 +110,16 @@ func down(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("down needs a lab name from `lab status` (e.g. pc1a2b3c), or --all to remove every lab on this machine")
 	}
-	prefix := args[0]
-	if prefix == "--all" {
-		prefix = ""
+	var names []string
+	var err error
+	if args[0] == "--all" {
+		names, err = lab.List("")
+	} else {
+		names, err = lab.Namespaces(args[0])
+		if err == nil && len(names) == 0 {
+			err = fmt.Errorf("no lab named %s (see `lab status`)", args[0])
+		}
 	}
-	names, err := lab.List(prefix)
 	if err != nil {
 		return err
 	}
@@ -137,6 +142,13 @@ func status() error {
 	}
 	for _, n := range names {
 		fmt.Println(n)
+		lines, err := lab.Describe(n)
+		if err != nil {
+			fmt.Println("  ", err)
+		}
+		for _, l := range lines {
+			fmt.Println("  ", l)
+		}
 	}
 	return nil
 }
