@@ -13,11 +13,12 @@ const (
 
 // arpEntry is one neighbour. 24 bytes.
 type arpEntry struct {
-	ip      IPv4Addr
-	mac     MAC
-	state   uint8
-	tries   uint8 // requests sent for this resolution
-	expires int64 // ns since the stack's epoch
+	ip        IPv4Addr
+	mac       MAC
+	state     uint8
+	tries     uint8 // requests sent for this resolution
+	refreshed bool  // reachable: a unicast refresh request was sent
+	expires   int64 // ns since the stack's epoch
 }
 
 // arpProbe is how many consecutive slots an address may occupy: lookups scan
@@ -171,7 +172,7 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 		return
 	}
 	was := e.state
-	e.ip, e.mac, e.state, e.tries = ip, mac, arpReachable, 0
+	e.ip, e.mac, e.state, e.tries, e.refreshed = ip, mac, arpReachable, 0, false
 	e.expires = s.now + int64(s.cfg.ARPLifetime)
 	if was == arpIncomplete {
 		s.releasePending(ip, mac)
@@ -204,6 +205,13 @@ func (s *Stack) resolve(hop IPv4Addr) (MAC, bool) {
 	e := s.arp.find(hop)
 	if e != nil && e.state == arpReachable {
 		if e.expires > s.now {
+			// In the last quarter of its life an entry in use is checked
+			// with one unicast request (RFC 1122 2.3.2.1), so a busy peer
+			// that gleaning cannot refresh (the gateway) never stalls.
+			if !e.refreshed && e.expires-s.now < int64(s.cfg.ARPLifetime)/4 {
+				e.refreshed = true
+				s.sendARP(ARPRequest, e.mac, MACZero, hop)
+			}
 			return e.mac, true
 		}
 		// Expired: resolve again (an active peer is refreshed by gleaning,

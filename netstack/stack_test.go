@@ -353,6 +353,35 @@ func TestCloseReturnsFrames(t *testing.T) {
 	}
 }
 
+// TestARPRefresh: traffic through the gateway (which gleaning cannot
+// refresh) sends one unicast ARP request in the entry's last quarter of life;
+// the answer extends the entry, so replies never wait for resolution.
+func TestARPRefresh(t *testing.T) {
+	c := newTestCtx(t, func(c *Config) { c.ARPLifetime = 40 * time.Second })
+	ping := echoFrame(t, macGW, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil)
+	c.send(arpFrame(t, macGW, MACBroadcast, ARPRequest, macGW, ipGW, MACZero, ipA))
+	c.link.Discard()
+	c.advance(29 * time.Second)
+	c.send(ping)
+	c.expect(echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{flags: layers.IPv4DontFragment}, true, 7, 1, nil))
+	c.advance(2 * time.Second) // 31s: 9s of life left
+	c.send(ping)
+	c.expect(
+		arpFrame(t, macA, macGW, ARPRequest, macA, ipA, MACZero, ipGW), // unicast refresh
+		echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{id: 1, flags: layers.IPv4DontFragment}, true, 7, 1, nil),
+	)
+	c.send(ping) // one refresh only
+	if c.link.Discard() != 1 {
+		t.Fatal("want only the echo reply")
+	}
+	c.send(arpFrame(t, macGW, macA, ARPReply, macGW, ipGW, macA, ipA))
+	c.advance(30 * time.Second) // past the first lifetime, within the refreshed one
+	c.send(ping)
+	if got := c.link.Discard(); got != 1 || c.s.Pending() != 0 {
+		t.Fatalf("sent %d, pending %d: the refreshed entry should still be in use", got, c.s.Pending())
+	}
+}
+
 func TestNoRoute(t *testing.T) {
 	c := newTestCtx(t, func(c *Config) { c.Gateway = IPv4Zero })
 	c.send(echoFrame(t, macB, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil))
