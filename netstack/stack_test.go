@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
 
@@ -379,6 +380,72 @@ func TestARPRefresh(t *testing.T) {
 	c.send(ping)
 	if got := c.link.Discard(); got != 1 || c.s.Pending() != 0 {
 		t.Fatalf("sent %d, pending %d: the refreshed entry should still be in use", got, c.s.Pending())
+	}
+}
+
+// TestTransmitAPI drives allocIPv4/sendIPv4 the way TCP will: a UDP
+// datagram (checked by gopacket) to a known neighbour, a full-MTU payload, an
+// oversized one, and one to the broadcast address.
+func TestTransmitAPI(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA))
+	c.link.Discard()
+
+	udpIP := ipv4Layer(ipA, ipB, layers.IPProtocolUDP, ipOpts{flags: layers.IPv4DontFragment})
+	udpL := &layers.UDP{SrcPort: 9, DstPort: 9}
+	if err := udpL.SetNetworkLayerForChecksum(udpIP); err != nil {
+		t.Fatal(err)
+	}
+	want := serialize(t, ethLayer(macA, macB, layers.EthernetTypeIPv4), udpIP, udpL, gopacket.Payload("hello"))
+	c.during(func() {
+		f, payload, ok := c.s.allocIPv4()
+		if !ok || len(payload) != 1500-20 {
+			t.Fatalf("ok %v, payload %d bytes", ok, len(payload))
+		}
+		n := copy(payload, want[34:])
+		c.s.sendIPv4(f, ipB, ProtoUDP, n)
+	})
+	c.expect(want)
+
+	c.during(func() {
+		f, payload, _ := c.s.allocIPv4()
+		c.s.sendIPv4(f, ipB, 253, len(payload)) // exactly the MTU
+		f, payload, _ = c.s.allocIPv4()
+		c.s.sendIPv4(f, ipB, 253, len(payload)+1) // too big: dropped
+		f, _, _ = c.s.allocIPv4()
+		c.s.sendIPv4(f, IPv4Broadcast, 253, 0)
+	})
+	full, _ := c.link.Take()
+	if len(full) != 1514 || IPv4(full[14:]).TotalLen() != 1500 || IPv4(full[14:]).ID() != 1 {
+		t.Fatalf("full frame: %d bytes", len(full))
+	}
+	bc, _ := c.link.Take()
+	if e := Ethernet(bc); e.Dst() != MACBroadcast || IPv4(e.Payload()).Dst() != IPv4Broadcast || len(bc) != 34 {
+		t.Fatalf("broadcast frame % x", bc)
+	}
+	c.expectNone()
+	if st := c.stats(); st.TxTooBig != 1 || st.TxFrames != 3+1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestEchoReplyTTL: a request that arrives with TTL 1 (or 0: we do not
+// forward, so TTL does not matter on delivery) gets a reply with TTL 64.
+func TestEchoReplyTTL(t *testing.T) {
+	c := newTestCtx(t, nil)
+	for _, ttl := range []uint8{1, 255} {
+		c.send(echoFrame(t, macB, macA, ipB, ipA, ipOpts{ttl: ttl}, false, 1, 1, nil))
+		b, ok := c.link.Take()
+		if !ok || IPv4(b[14:]).TTL() != 64 {
+			t.Fatalf("ttl %d: reply % x", ttl, b)
+		}
+	}
+	b := echoFrame(t, macB, macA, ipB, ipA, ipOpts{ttl: 1}, false, 1, 1, nil)
+	b[14+8] = 0 // TTL 0 (gopacket's 0 means 64 in ipOpts)
+	fixChecksums(b, true, false)
+	c.send(b)
+	if rb, ok := c.link.Take(); !ok || IPv4(rb[14:]).TTL() != 64 {
+		t.Fatalf("ttl 0: reply % x", rb)
 	}
 }
 
