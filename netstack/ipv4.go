@@ -2,6 +2,15 @@ package netstack
 
 // IPv4 for one stack: receive checks and dispatch, and the transmit API that
 // ICMP and TCP build packets with.
+//
+// Transmit API (for transports, during Poll):
+//
+//	f, payload, ok := s.allocIPv4()       // payload: after Ethernet+IPv4 headers
+//	n := writeSegment(payload)            // header + data, checksum with PseudoHeaderSum
+//	s.sendIPv4(f, dst, ProtoTCP, n)       // fills IPv4+Ethernet, batches, or parks for ARP
+//
+// Frames go to the link in batches of Config.Batch (TxSubmit), and Poll
+// flushes once at its end. The MSS for our MTU is s.mtu-40.
 
 // ipv4Input checks one IPv4 packet and hands it to ICMP or TCP.
 func (s *Stack) ipv4Input(e Ethernet) {

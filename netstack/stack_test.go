@@ -19,6 +19,7 @@ func TestNewStackRejectsBadConfig(t *testing.T) {
 		"broadcast addr":   func(c *Config) { c.Addr = IPv4Addr{198, 18, 0, 255} },
 		"loopback":         func(c *Config) { c.Addr = IPv4Addr{127, 0, 0, 1} },
 		"off-link gateway": func(c *Config) { c.Gateway = IPv4Addr{198, 19, 0, 1} },
+		"gateway is us":    func(c *Config) { c.Gateway = ipA },
 	} {
 		cfg := testConfig()
 		mod(&cfg)
