@@ -49,12 +49,11 @@ func TestChanLinkContractPanics(t *testing.T) {
 		"foreign frame":   func(l *ChanLink, fs []Frame) { l.TxSubmit([]Frame{{ID: 99}}) },
 		"submit too long": func(l *ChanLink, fs []Frame) {
 			l.TxAlloc(fs[:1])
-			fs[0].Buf = fs[0].Buf[:cap(fs[0].Buf)+0][:114]
-			fs[0].Buf = append(fs[0].Buf, 0)
+			fs[0].Buf = make([]byte, 115) // MTU 100 + 14, plus one
 			l.TxSubmit(fs[:1])
 		},
-		"RxDone tx frame":  func(l *ChanLink, fs []Frame) { l.TxAlloc(fs[:1]); l.RxDone(fs[:1]) },
-		"submit after ack": func(l *ChanLink, fs []Frame) { l.TxAlloc(fs[:1]); l.TxSubmit(fs[:1]); l.TxSubmit(fs[:1]) },
+		"RxDone tx frame": func(l *ChanLink, fs []Frame) { l.TxAlloc(fs[:1]); l.RxDone(fs[:1]) },
+		"submit twice":    func(l *ChanLink, fs []Frame) { l.TxAlloc(fs[:1]); l.TxSubmit(fs[:1]); l.TxSubmit(fs[:1]) },
 	} {
 		l := NewChanLink(100, 2)
 		l.Inject([]byte("frame"))
