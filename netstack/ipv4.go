@@ -71,12 +71,7 @@ func (s *Stack) ipv4Input(e Ethernet) {
 	case ProtoICMP:
 		s.icmpInput(ip)
 	case ProtoTCP:
-		// TCP HOOK (tcp branch): replace the next line with
-		//	s.stats.IPv4TCP++
-		//	s.tcp.input(s, ip) // ip ends at Total Length; ip.Payload() is the segment
-		// TCP verifies its own checksum (PseudoHeaderSum) unless
-		// s.cfg.TrustRxChecksums, and counts its own drops.
-		s.stats.NoTCP++
+		s.tcpInput(ip) // TCP verifies its own checksum and counts its own drops
 	default:
 		s.stats.IPv4UnknownProto++
 	}

@@ -91,6 +91,8 @@ type Stack struct {
 	pending       []pendingFrame // frames waiting for ARP resolution, oldest first
 
 	stats Stats
+
+	tcp *tcpLayer // nil until EnableTCP (tcp_stack.go)
 }
 
 // NewStack checks cfg and builds a stack with all its memory allocated.
@@ -197,9 +199,7 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	}
 
 	next := s.arpTimers()
-	// TCP HOOK (tcp branch): run TCP timers and transmit queued data here,
-	// folding TCP's next deadline into next, e.g.
-	//	next = minDeadline(next, s.tcp.poll(s))
+	next = minDeadline(next, s.tcpPoll(now))
 
 	s.submitTx()
 	// Unused frames of txPool stay with the stack for the next Poll: one
