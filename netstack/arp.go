@@ -64,9 +64,12 @@ func (c *arpCache) find(ip IPv4Addr) *arpEntry {
 }
 
 // slot returns ip's entry if present, else a free slot in ip's window, else
-// the entry to evict (the one that expires first, reachable entries before
-// incomplete ones) and true.
-func (c *arpCache) slot(ip IPv4Addr) (e *arpEntry, evict bool) {
+// the entry to evict and true. The victim is an incomplete entry if any (the
+// cheapest loss: a resolution that a flood of new sources started), else the
+// reachable entry that expires first; the entry for keep (the gateway) is
+// never chosen. It returns nil, false only when the whole window is keep,
+// which cannot happen (keep is one address).
+func (c *arpCache) slot(ip, keep IPv4Addr) (e *arpEntry, evict bool) {
 	w := c.e[c.home(ip):][:arpProbe]
 	var free, victim *arpEntry
 	for i := range w {
@@ -77,8 +80,9 @@ func (c *arpCache) slot(ip IPv4Addr) (e *arpEntry, evict bool) {
 			}
 		case w[i].ip == ip:
 			return &w[i], false
+		case w[i].ip == keep:
 		case victim == nil,
-			victim.state == arpIncomplete && w[i].state == arpReachable,
+			victim.state == arpReachable && w[i].state == arpIncomplete,
 			victim.state == w[i].state && w[i].expires < victim.expires:
 			victim = &w[i]
 		}
@@ -164,7 +168,9 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 	var e *arpEntry
 	if create {
 		var evict bool
-		e, evict = s.arp.slot(ip)
+		if e, evict = s.arp.slot(ip, s.cfg.Gateway); e == nil {
+			return
+		}
 		if evict {
 			s.arpEvict(e)
 		}
@@ -180,10 +186,16 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 }
 
 // arpGlean refreshes or adds the sender of a received IPv4 packet (already
-// known to be on-link and unicast). It is arpLearn without the store when
-// nothing changed, which is the per-packet case.
+// known to be on-link and unicast). It never evicts: gleaning from a flood
+// of (spoofed) on-link sources only fills free slots. (Answering such a
+// flood does resolve, and so evict; slot then prefers the flood's own
+// incomplete entries, and never takes the gateway's.)
 func (s *Stack) arpGlean(ip IPv4Addr, mac MAC) {
-	if e := s.arp.find(ip); e != nil && e.state == arpReachable && e.mac == mac {
+	e, evict := s.arp.slot(ip, s.cfg.Gateway)
+	if evict {
+		return
+	}
+	if e.state == arpReachable && e.mac == mac { // the per-packet case
 		e.expires = s.now + int64(s.cfg.ARPLifetime)
 		return
 	}
@@ -222,7 +234,10 @@ func (s *Stack) resolve(hop IPv4Addr) (MAC, bool) {
 	if e != nil { // incomplete: a request is out; the retry timer runs
 		return MAC{}, false
 	}
-	e, evict := s.arp.slot(hop)
+	e, evict := s.arp.slot(hop, s.cfg.Gateway)
+	if e == nil {
+		return MAC{}, false
+	}
 	if evict {
 		s.arpEvict(e)
 	}

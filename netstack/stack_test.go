@@ -324,6 +324,29 @@ func TestGleaning(t *testing.T) {
 	c.expect(echoFrame(t, macA, macC, ipA, ipB, ipOpts{id: 3, flags: layers.IPv4DontFragment}, true, 1, 1, nil))
 }
 
+// TestGleanNeverEvicts: a flood of pings from many on-link sources fills
+// the cache but does not evict the gateway's entry: traffic through the
+// gateway flows on without an ARP request.
+func TestGleanNeverEvicts(t *testing.T) {
+	c := newTestCtx(t, func(c *Config) { c.ARPCacheSize = 8; c.Netmask = IPv4Addr{255, 255, 0, 0} })
+	c.send(arpFrame(t, macGW, MACBroadcast, ARPRequest, macGW, ipGW, MACZero, ipA))
+	c.link.Discard()
+	for i := range 200 {
+		src := IPv4Addr{198, 18, byte(1 + i/200), byte(1 + i%200)}
+		c.send(echoFrame(t, MAC{2, 0, 0, 1, 0, byte(i)}, macA, src, ipA, ipOpts{}, false, 1, uint16(i), nil))
+		c.link.Discard()
+	}
+	if e := c.s.arp.find(ipGW); e == nil || e.mac != macGW {
+		t.Fatalf("gateway entry evicted by gleaning: %+v", e)
+	}
+	before := c.stats()
+	if before.ARPEvictions == 0 {
+		t.Fatal("no evictions: the cache was never under pressure")
+	}
+	c.send(echoFrame(t, macGW, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil))
+	c.expect(echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{id: 200, flags: layers.IPv4DontFragment}, true, 7, 1, nil))
+}
+
 func TestARPEntryExpires(t *testing.T) {
 	c := newTestCtx(t, func(c *Config) { c.ARPLifetime = 10 * time.Second })
 	c.send(arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA))
