@@ -84,7 +84,8 @@ type Stack struct {
 	txOut  []Frame // tx frames filled and waiting for TxSubmit
 	txDrop []Frame // tx frames to give back with TxFree at the end of Poll
 
-	ipID uint16 // IPv4 identification of the next packet we send
+	ipID uint16     // IPv4 identification of the next packet we send
+	tmpl txTemplate // constant header bytes of the frames we send
 
 	arp           arpCache
 	arpIncomplete bool           // an incomplete entry may exist: arpTimers scans the cache
@@ -120,6 +121,7 @@ func NewStack(cfg Config) (*Stack, error) {
 		return nil, errors.New("netstack: Batch (max 1024), PendingMax (max 65536) or ARPCacheSize (max 1M) too large")
 	}
 	s.cfg.ARPCacheSize = s.arp.init(cfg.ARPCacheSize)
+	s.tmpl.init(cfg.MAC, cfg.Addr)
 	s.rx = make([]Frame, cfg.Batch)
 	s.txPool = make([]Frame, 0, cfg.Batch)
 	s.txOut = make([]Frame, 0, cfg.Batch)
