@@ -227,9 +227,11 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		cfg:      cfg,
 		sec:      newTCPSecrets(cfg.Seed),
 		sink:     sink,
-		epoch:    now,
 		nowT:     now,
 		nextPort: cfg.PortLo,
+	}
+	if !now.IsZero() {
+		l.setNow(now)
 	}
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
@@ -241,7 +243,7 @@ func (l *tcpLayer) Stats() TCPStats { return l.stats }
 
 func (l *tcpLayer) setNow(now time.Time) {
 	if l.epoch.IsZero() {
-		l.epoch = now
+		l.epoch = now.Add(-1) // the clock starts at 1: a timer at 0 means off
 	}
 	l.nowT = now
 	l.now = int64(now.Sub(l.epoch))
