@@ -68,6 +68,7 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 	c.tsOK = f.HasTimestamp && !l.cfg.NoTimestamps
 	if c.tsOK {
 		c.tsRecent = f.TSVal
+		c.mss -= 12 // RFC 6691: the MSS does not count options; each segment carries 12 bytes of timestamp
 	}
 	c.irs = seqnum(f.Seq)
 	c.rcvNxt = c.irs.add(1)
@@ -202,7 +203,10 @@ func (l *tcpLayer) synSent(c *tcpConn, f *TCPFields) {
 		c.sndWScale, c.rcvWScale = 0, 0
 	}
 	c.sackOK = c.sackOK && sackOffered
-	c.tsOK = c.tsOK && tsOffered
+	if c.tsOK && !tsOffered {
+		c.tsOK = false
+		c.mss += 12
+	}
 	if !hasAck {
 		// "Otherwise, enter SYN-RECEIVED, form a SYN,ACK segment" (simultaneous open).
 		l.setState(c, tcpSynRcvd)

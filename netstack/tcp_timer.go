@@ -149,6 +149,7 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 // rtoExpired handles a retransmission timeout, RFC 6298 §5.4-5.7 and RFC 5681 §3.1.
 func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	if c.sndMax == c.sndUna {
+		l.output(c) // a send that found no tx frame: try again
 		return
 	}
 	l.stats.RTOTimeouts++
