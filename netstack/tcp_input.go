@@ -434,6 +434,9 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 		c.kaAt = l.now + int64(l.cfg.KeepIdle)
 	}
 	wnd := uint32(f.Window) << c.sndWScale
+	if wnd == 0 && ack == c.sndUna {
+		c.retries = 0 // a zero-window peer answering our probes is alive
+	}
 	switch {
 	case ack.gt(c.sndUna):
 		// "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK."

@@ -173,7 +173,17 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	c.rttOn = false
 	// Go back N from SND.UNA; output skips SACKed ranges.
 	c.sndNxt = c.sndUna
+	if c.sndWnd == 0 {
+		// The peer shrank its window to zero under data in flight: the
+		// retransmission of the first segment is the window probe
+		// (Linux does the same); its ACK resets the retry count.
+		l.retransmitAt(c, c.sndUna)
+		c.sndNxt = c.sndMax
+	}
 	l.output(c)
+	if c.rtxAt == 0 {
+		c.rtxAt = l.now + c.rto
+	}
 }
 
 // keepTimer sends keep-alive probes on an idle established connection and
