@@ -59,7 +59,7 @@ func (q *tcpHeap) remove(c *tcpConn) {
 // schedule recomputes c's deadline from its timers and places it in the heap.
 func (l *tcpLayer) schedule(c *tcpConn) {
 	d := int64(0)
-	for _, t := range [3]int64{c.rtxAt, c.ackAt, c.kaAt} {
+	for _, t := range [4]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt} {
 		if t != 0 && (d == 0 || t < d) {
 			d = t
 		}
@@ -99,6 +99,18 @@ func (l *tcpLayer) fire(c *tcpConn) {
 	if c.kaAt != 0 && c.kaAt <= now {
 		c.kaAt = 0
 		l.keepTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.appAt != 0 && c.appAt <= now {
+		c.appAt = 0
+		if c.appTimer != nil && c.appTimer.Expire(l.nowT) {
+			l.output(c) // the app is closing: FIN after its output
+		}
+		if c.state != tcpClosed {
+			l.appDeadline(c)
+		}
 	}
 }
 
