@@ -44,8 +44,10 @@ func (s *fakeSink) tcpBuf(raddr, laddr uint32, n int) []byte {
 		s.buf = make([]byte, n)
 	}
 	b := s.buf[:n]
-	for i := range b {
-		b[i] = 0xa5 // an unset field shows
+	if s.keep {
+		for i := range b {
+			b[i] = 0xa5 // an unset field shows
+		}
 	}
 	return b
 }
