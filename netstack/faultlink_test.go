@@ -74,8 +74,8 @@ func TestFaultLinkTxLossDupCorrupt(t *testing.T) {
 	if uint64(corrupt) != fs.TxCorrupted {
 		t.Fatalf("%d corrupt frames arrived, %d corrupted", corrupt, fs.TxCorrupted)
 	}
-	if _, tx := c.link.Lent(); tx != 0 {
-		t.Fatalf("%d tx frames leaked", tx)
+	if _, tx := c.link.Lent(); tx != c.s.HeldTx() {
+		t.Fatalf("%d tx frames lent, stack holds %d", tx, c.s.HeldTx())
 	}
 }
 

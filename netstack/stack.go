@@ -58,7 +58,10 @@ func (c *Config) setDefaults() {
 // allocates after NewStack.
 //
 // The shard calls Poll in its loop with the current time and its link; Poll
-// returns when it wants to be called again.
+// returns when it wants to be called again. Always pass the same link. Rx
+// frames are given back within the Poll that received them; tx frames are
+// submitted or freed within the Poll, except those HeldTx counts, which
+// Close returns.
 type Stack struct {
 	cfg         Config
 	mask        uint32   // netmask as an integer
@@ -128,9 +131,32 @@ func (s *Stack) Config() Config { return s.cfg }
 // Stats returns a copy of the stack's counters.
 func (s *Stack) Stats() Stats { return s.stats }
 
-// Pending returns how many frames wait for ARP resolution (they hold tx
-// frames of the link).
+// Pending returns how many frames wait for ARP resolution.
 func (s *Stack) Pending() int { return len(s.pending) }
+
+// HeldTx returns how many of the link's tx frames the stack holds between
+// Polls: the pending frames and up to Batch unused frames kept for the next
+// Poll. Close gives them back.
+func (s *Stack) HeldTx() int { return len(s.pending) + len(s.txPool) }
+
+// Close gives every tx frame the stack holds back to link (TxFree), dropping
+// the frames that wait for resolution. Call it when the shard stops, before
+// the link is closed; the stack must not be polled afterwards.
+func (s *Stack) Close(link Link) {
+	for _, p := range s.pending {
+		s.txDrop = append(s.txDrop, p.f)
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	s.txDrop = append(s.txDrop, s.txPool...)
+	clear(s.txPool)
+	s.txPool = s.txPool[:0]
+	if len(s.txDrop) > 0 {
+		link.TxFree(s.txDrop)
+	}
+	clear(s.txDrop)
+	s.txDrop = s.txDrop[:0]
+}
 
 // Poll runs the stack once: it takes up to MaxRxBatches batches of received
 // frames from link and handles them, runs the timers that are due, submits
@@ -173,11 +199,8 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	next = minDeadline(next, s.tcpPoll(now))
 
 	s.submitTx()
-	if len(s.txPool) > 0 {
-		link.TxFree(s.txPool)
-		clear(s.txPool)
-		s.txPool = s.txPool[:0]
-	}
+	// Unused frames of txPool stay with the stack for the next Poll: one
+	// TxAlloc per Batch frames sent, not one per Poll.
 	if len(s.txDrop) > 0 {
 		link.TxFree(s.txDrop)
 		clear(s.txDrop)

@@ -272,8 +272,9 @@ func TestResolveFails(t *testing.T) {
 	if c.s.Pending() != 0 || st.ARPResolveFailed != 1 || st.PendingDropFail != 2 || st.ARPRequestsTx != 3 || !c.next.IsZero() {
 		t.Fatalf("pending %d next %v stats %+v", c.s.Pending(), c.next, st)
 	}
+	c.s.Close(c.link)
 	if rx, tx := c.link.Lent(); rx != 0 || tx != 0 {
-		t.Fatalf("frames leaked: rx %d tx %d", rx, tx)
+		t.Fatalf("frames leaked after Close: rx %d tx %d", rx, tx)
 	}
 }
 
@@ -340,6 +341,18 @@ func TestARPEntryExpires(t *testing.T) {
 	}
 }
 
+func TestCloseReturnsFrames(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(echoFrame(t, macGW, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil), pingFromB(t, 1, ""))
+	if c.link.Discard() != 2 || c.s.Pending() != 1 || c.s.HeldTx() < 2 {
+		t.Fatalf("pending %d held %d", c.s.Pending(), c.s.HeldTx())
+	}
+	c.s.Close(c.link)
+	if rx, tx := c.link.Lent(); rx != 0 || tx != 0 || c.s.HeldTx() != 0 {
+		t.Fatalf("after Close: rx %d tx %d held %d", rx, tx, c.s.HeldTx())
+	}
+}
+
 func TestNoRoute(t *testing.T) {
 	c := newTestCtx(t, func(c *Config) { c.Gateway = IPv4Zero })
 	c.send(echoFrame(t, macB, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil))
@@ -347,8 +360,8 @@ func TestNoRoute(t *testing.T) {
 	if st := c.stats(); st.TxNoRoute != 1 || st.ICMPEchoRequests != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if _, tx := c.link.Lent(); tx != 0 {
-		t.Fatalf("%d tx frames leaked", tx)
+	if _, tx := c.link.Lent(); tx != c.s.HeldTx() {
+		t.Fatalf("%d tx frames lent, stack holds %d", tx, c.s.HeldTx())
 	}
 }
 

@@ -61,8 +61,8 @@ func (c *testCtx) poll() {
 func (c *testCtx) checkLent() {
 	c.t.Helper()
 	rx, tx := c.link.Lent()
-	if rx != 0 || tx != c.s.Pending() {
-		c.t.Fatalf("after Poll: %d rx frames and %d tx frames lent, %d pending", rx, tx, c.s.Pending())
+	if rx != 0 || tx != c.s.HeldTx() {
+		c.t.Fatalf("after Poll: %d rx frames and %d tx frames lent, stack holds %d", rx, tx, c.s.HeldTx())
 	}
 }
 
