@@ -27,8 +27,8 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // reads cnt and hist only after that goroutine is done, and pub at any time.
 type shard struct {
 	id     int
-	cfg    *Config // read-only, shared by all shards
-	sa     unix.Sockaddr
+	cfg    *Config       // read-only, shared by all shards
+	sa     unix.Sockaddr // this shard's own copy: connect(2) writes into it
 	family int
 
 	epfd, tfd int
@@ -74,7 +74,7 @@ type shard struct {
 // newShard builds shard id with conns connections; req is the prebuilt request.
 func newShard(id int, cfg *Config, sa unix.Sockaddr, family, conns int, budget int64, req []byte, seqOff int, stop *atomic.Bool) (*shard, error) {
 	s := &shard{
-		id: id, cfg: cfg, sa: sa, family: family,
+		id: id, cfg: cfg, sa: ownSockaddr(sa), family: family,
 		epfd: -1, tfd: -1,
 		ev:     make([]unix.EpollEvent, 256),
 		conns:  make([]conn, conns),

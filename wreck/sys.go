@@ -36,3 +36,17 @@ func sysEpollWait(epfd int, ev []unix.EpollEvent, msec int) (int, error) {
 	}
 	return int(n), nil
 }
+
+// ownSockaddr copies sa: unix.Connect encodes a Sockaddr into a buffer inside
+// it, so shards must not share one.
+func ownSockaddr(sa unix.Sockaddr) unix.Sockaddr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		c := *sa
+		return &c
+	case *unix.SockaddrInet6:
+		c := *sa
+		return &c
+	}
+	return sa
+}
