@@ -1,0 +1,119 @@
+// Package server is the httpd command's logic: flag parsing and validation, and
+// wiring shards, the chosen network stack and the HTTP responder together. The
+// command's main only calls Main, so tests reach everything here.
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"percore/shard"
+)
+
+// Options are the httpd command's settings. Flag names follow Seastar's where
+// Seastar has one (--smp, --cpuset, --port, --address, --network-stack,
+// --poll-mode).
+type Options struct {
+	SMP           int   // shards; 0: one per CPU of CPUSet
+	CPUSet        []int // nil: every CPU the process may use
+	Port          int
+	Address       netip.Addr
+	NetworkStack  string
+	PollMode      bool
+	IdlePoll      time.Duration // how long an idle shard keeps polling before it sleeps
+	Docroot       string
+	AccessLog     string
+	MaxBody       int64
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+	StopTimeout   time.Duration // graceful stop bound, then connections are force-closed
+}
+
+// ErrHelp is returned by ParseFlags for -h/--help (usage already printed).
+var ErrHelp = errors.New("help requested")
+
+// ParseFlags parses the command line. Errors are one line naming the flag and
+// the fix; usage goes to out only for --help.
+func ParseFlags(args []string, out io.Writer) (Options, error) {
+	fs := flag.NewFlagSet("httpd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o Options
+	var cpuset, address string
+	fs.IntVar(&o.SMP, "smp", 0, "number of shards, one per core (default: all CPUs of --cpuset)")
+	fs.StringVar(&cpuset, "cpuset", "", "CPUs to run shards on, e.g. 0-3,6 (default: all allowed)")
+	fs.IntVar(&o.Port, "port", 10000, "TCP port to listen on (0: pick a free one)")
+	fs.StringVar(&address, "address", "0.0.0.0", "IP address to listen on")
+	fs.StringVar(&o.NetworkStack, "network-stack", "posix", "network stack: posix (kernel sockets) or native (AF_XDP)")
+	fs.BoolVar(&o.PollMode, "poll-mode", false, "spin instead of sleeping when idle (lowest latency, one busy core per shard)")
+	var idlePollUS int
+	fs.IntVar(&idlePollUS, "idle-poll-time-us", 0, "microseconds an idle shard keeps polling before it sleeps in epoll_wait (0: sleep at once)")
+	fs.StringVar(&o.Docroot, "docroot", "", "directory of static files to serve, loaded into memory at start")
+	fs.StringVar(&o.AccessLog, "access-log", "", "append a Common Log Format access log to this file")
+	fs.Int64Var(&o.MaxBody, "max-body", 1<<20, "largest request body in bytes; larger gets 413")
+	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "close a connection whose request header takes longer")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 60*time.Second, "close a keep-alive connection idle this long")
+	fs.DurationVar(&o.StopTimeout, "stop-timeout", 5*time.Second, "on SIGINT/SIGTERM, how long to finish responses in flight before force-closing")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(out, "usage: httpd [flags]")
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+			return o, ErrHelp
+		}
+		return o, fmt.Errorf("%s (see httpd --help)", firstLine(err.Error()))
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q: httpd takes only flags (see httpd --help)", fs.Arg(0))
+	}
+	if o.SMP < 0 {
+		return o, fmt.Errorf("--smp %d: give a positive number of shards, or omit it for one per CPU", o.SMP)
+	}
+	if cpuset != "" {
+		set, err := shard.ParseCPUSet(cpuset)
+		if err != nil {
+			return o, fmt.Errorf("--cpuset %q: %v; write CPUs like 0-3,6", cpuset, err)
+		}
+		o.CPUSet = set
+	}
+	if idlePollUS < 0 || idlePollUS > 1000000 {
+		return o, fmt.Errorf("--idle-poll-time-us %d: give 0 to 1000000 microseconds", idlePollUS)
+	}
+	o.IdlePoll = time.Duration(idlePollUS) * time.Microsecond
+	if o.Port < 0 || o.Port > 65535 {
+		return o, fmt.Errorf("--port %d: choose a port from 0 to 65535", o.Port)
+	}
+	addr, err := netip.ParseAddr(address)
+	if err != nil || addr.Zone() != "" {
+		return o, fmt.Errorf("--address %q: give an IPv4 or IPv6 address such as 0.0.0.0", address)
+	}
+	o.Address = addr
+	switch o.NetworkStack {
+	case "posix":
+	case "native":
+		return o, fmt.Errorf("--network-stack native: native stack not built yet; use --network-stack posix")
+	default:
+		return o, fmt.Errorf("--network-stack %q: choose posix (or native once it is built)", o.NetworkStack)
+	}
+	if o.MaxBody <= 0 {
+		return o, fmt.Errorf("--max-body %d: give a size in bytes, 1 or more", o.MaxBody)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--header-timeout", o.HeaderTimeout}, {"--idle-timeout", o.IdleTimeout}, {"--stop-timeout", o.StopTimeout}} {
+		if d.v <= 0 {
+			return o, fmt.Errorf("%s %v: give a positive duration such as 10s", d.name, d.v)
+		}
+	}
+	return o, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"percore/httpd"
+	"percore/netstack"
+	"percore/shard"
+)
+
+// Server is a running httpd: its shards, listeners and access log.
+type Server struct {
+	Addr  netip.AddrPort // the bound address (the real port when --port 0)
+	CPUs  []int
+	group *shard.Group
+	log   *os.File
+	done  chan struct{}
+}
+
+// Start validates o against the machine (CPUs, port, docroot), binds the
+// listeners and starts the shards. Errors are one line naming cause and fix.
+func Start(o Options) (*Server, error) {
+	cpus, err := shard.ChooseCPUs(o.SMP, o.CPUSet)
+	if err != nil {
+		return nil, err
+	}
+	site, err := httpd.NewSite(httpd.Config{
+		Docroot:       o.Docroot,
+		MaxBody:       o.MaxBody,
+		HeaderTimeout: o.HeaderTimeout,
+		IdleTimeout:   o.IdleTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--docroot %q: %w", o.Docroot, err)
+	}
+	s := &Server{CPUs: cpus, done: make(chan struct{})}
+	var logw io.Writer
+	if o.AccessLog != "" {
+		f, err := os.OpenFile(o.AccessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("--access-log: %w", err)
+		}
+		s.log, logw = f, f
+	}
+	fds, addr, err := netstack.ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), len(cpus))
+	if err != nil {
+		s.closeLog()
+		return nil, err
+	}
+	s.Addr = addr
+	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
+	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
+		taken[sh.ID] = true
+		_, err := netstack.NewPosix(sh, fds[sh.ID], netstack.PosixConfig{Site: site, Log: logw}, time.Now())
+		return err
+	})
+	if err != nil {
+		for i, fd := range fds {
+			if !taken[i] {
+				closeFD(fd)
+			}
+		}
+		s.closeLog()
+		return nil, err
+	}
+	s.group = g
+	go func() {
+		g.Wait()
+		s.closeLog()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+func (s *Server) closeLog() {
+	if s.log != nil {
+		s.log.Close()
+	}
+}
+
+// Stop begins a graceful stop: stop accepting, finish responses in flight,
+// close. Done is closed when it has finished (within the stop timeout).
+func (s *Server) Stop() { s.group.Stop() }
+
+// Done is closed once every shard has exited and the access log is closed.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Stats returns every shard's report.
+func (s *Server) Stats() []shard.Report { return s.group.Stats() }
+
+// Main runs the httpd command: parse flags, start, serve until a signal arrives
+// on sig, stop gracefully. It returns the exit status: 0 after a clean stop (or
+// --help), 2 for a bad flag or a failed start (port in use, bad docroot ...),
+// 1 if a second signal cut the graceful stop short.
+func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
+	o, err := ParseFlags(args, stderr)
+	if errors.Is(err, ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "httpd: %v\n", err)
+		return 2
+	}
+	s, err := Start(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "httpd: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		return 2
+	}
+	fmt.Fprintf(stderr, "httpd: serving http://%s/ with %d shards on cpus %s (%s stack)\n",
+		s.Addr, len(s.CPUs), shard.FormatCPUs(s.CPUs), o.NetworkStack)
+	select {
+	case <-sig:
+	case <-s.Done():
+	}
+	fmt.Fprintf(stderr, "httpd: stopping: finishing responses in flight (at most %v)\n", o.StopTimeout)
+	s.Stop()
+	select {
+	case <-s.Done():
+	case <-sig:
+		fmt.Fprintln(stderr, "httpd: second signal: exiting without finishing")
+		return 1
+	}
+	fmt.Fprintf(stderr, "httpd: stopped; %s\n", shard.Merge(s.group.Final()))
+	return 0
+}

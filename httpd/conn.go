@@ -1,0 +1,307 @@
+package httpd
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Conn is one HTTP connection: its input buffer, parser state and queue of
+// pending response bytes. Owned by one shard; made by Server.NewConn and given
+// back with Server.Release.
+//
+// Input: the stack writes into ReadBuf and calls Received, or calls Feed. Every
+// complete request is parsed, served and its response queued in request order.
+// While much output waits (back-pressure) parsing stops and ReadBuf is empty;
+// Advance resumes parsing the requests already buffered.
+//
+// Output: Output returns the pending bytes as slices that stay valid until
+// Advance passes them. They point into shared prepared responses (hello, static
+// files, Date prefixes) or into the connection's arenas, which are only
+// rewritten after every slice into them has been advanced.
+type Conn struct {
+	srv    *Server
+	remote netip.AddrPort
+
+	// input: bytes [r, w) of in are buffered and not yet consumed.
+	in    []byte
+	r, w  int
+	state parseState
+	h     head    // the request starting at r; offsets are relative to r
+	req   Request // the request being served
+	path  []byte  // decoded path scratch, reused
+
+	// output: out[outHead:] is pending; outAr tags each slice with the arena
+	// it points into (-1: a shared prepared response).
+	out      [][]byte
+	outAr    []int8
+	outHead  int
+	outBytes int
+	arenas   [2][]byte
+	arRefs   [2]int
+	cur      int8
+	rw       ResponseWriter
+
+	closing    bool // no more requests: close once Output is empty
+	peerClosed bool
+	inReq      bool // some bytes of the next request have arrived
+	progressed bool // Advance happened since the last deadline check
+	now        time.Time
+	headStart  time.Time // first byte of the current request
+	lastActive time.Time
+}
+
+type parseState uint8
+
+const (
+	stHead  parseState = iota // reading the request line and header fields
+	stBody                    // reading a Content-Length body
+	stChunk                   // reading a chunked body
+)
+
+func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
+	c.srv = s
+	c.remote = remote
+	c.now = now
+	c.lastActive = now
+	c.h = head{contentLength: -1}
+	c.rw.c = c
+}
+
+// reset clears c for the pool, dropping buffers that grew unusually large.
+func (c *Conn) reset() {
+	if cap(c.in) > inRetain {
+		c.in = make([]byte, inInitial)
+	}
+	for i := range c.out {
+		c.out[i] = nil
+	}
+	out, outAr := c.out[:0], c.outAr[:0]
+	in, path := c.in, c.path[:0]
+	a0, a1 := c.arenas[0][:0], c.arenas[1][:0]
+	if cap(a0) > 4*arenaLimit {
+		a0 = make([]byte, 0, arenaInitial)
+	}
+	if cap(a1) > 4*arenaLimit {
+		a1 = nil
+	}
+	rw := ResponseWriter{hdr: c.rw.hdr[:0], body: c.rw.body[:0]}
+	if cap(rw.body) > 4*arenaLimit {
+		rw.body = nil
+	}
+	*c = Conn{in: in, path: path, out: out, outAr: outAr, rw: rw}
+	c.arenas[0], c.arenas[1] = a0, a1
+}
+
+// ReadBuf returns free space to receive into. An empty slice means back-pressure:
+// stop reading until Output drains (call ReadBuf again after Advance). Once the
+// connection is closing, further input is accepted and discarded, so a stack can
+// drain the socket before closing it.
+func (c *Conn) ReadBuf() []byte {
+	if c.closing {
+		c.r, c.w = 0, 0
+		return c.in
+	}
+	if c.blocked() {
+		return nil
+	}
+	if c.w == len(c.in) {
+		if c.r > 0 {
+			n := copy(c.in, c.in[c.r:c.w])
+			c.r, c.w = 0, n
+		} else if len(c.in) < c.srv.site.maxIn {
+			// The request at r needs more room than the buffer has; limits on
+			// head and body size bound this growth.
+			n := min(max(2*len(c.in), inInitial), c.srv.site.maxIn)
+			in := make([]byte, n)
+			copy(in, c.in[:c.w])
+			c.in = in
+		} else {
+			return nil // unreachable while the parser enforces its limits
+		}
+	}
+	return c.in[c.w:]
+}
+
+// Received tells c that n bytes were written into ReadBuf; it parses every complete
+// request and queues the responses in request order.
+func (c *Conn) Received(n int, now time.Time) {
+	c.now = now
+	if c.closing {
+		return
+	}
+	if n > 0 {
+		c.w += n
+		c.lastActive = now
+	}
+	c.process()
+}
+
+// Feed copies p into the input buffer and parses, for stacks that own their own
+// receive buffers; it returns how many bytes it took (fewer under back-pressure).
+func (c *Conn) Feed(p []byte, now time.Time) int {
+	c.now = now
+	if c.closing {
+		return len(p)
+	}
+	taken := 0
+	for len(p) > 0 {
+		buf := c.ReadBuf()
+		if len(buf) == 0 {
+			break
+		}
+		k := copy(buf, p)
+		p = p[k:]
+		taken += k
+		c.Received(k, now)
+		if c.closing {
+			return taken + len(p)
+		}
+	}
+	return taken
+}
+
+// Output returns the pending response bytes, in order, as immutable slices. They
+// stay valid until Advance passes them, so a stack may send them without copying
+// and keep them for retransmission until acknowledged. The returned [][]byte
+// itself is only valid until the next call on c.
+func (c *Conn) Output() [][]byte { return c.out[c.outHead:] }
+
+// Pending returns the number of bytes in Output.
+func (c *Conn) Pending() int { return c.outBytes }
+
+// Advance marks the first n bytes of Output as done (written or acknowledged).
+// When back-pressure lifts it parses the requests already buffered, which may
+// queue more output.
+func (c *Conn) Advance(n int) {
+	if n <= 0 {
+		return
+	}
+	// The peer is taking our output: activity as of the latest time we know.
+	c.progressed = true
+	if c.now.After(c.lastActive) {
+		c.lastActive = c.now
+	}
+	for n > 0 && c.outHead < len(c.out) {
+		s := c.out[c.outHead]
+		if n < len(s) {
+			c.out[c.outHead] = s[n:]
+			c.outBytes -= n
+			break
+		}
+		n -= len(s)
+		c.outBytes -= len(s)
+		if a := c.outAr[c.outHead]; a >= 0 {
+			c.arRefs[a]--
+		}
+		c.out[c.outHead] = nil
+		c.outHead++
+	}
+	if c.outHead == len(c.out) {
+		c.out, c.outAr, c.outHead = c.out[:0], c.outAr[:0], 0
+	}
+	if !c.closing && c.r < c.w && !c.blocked() {
+		c.process()
+	}
+	c.checkPeerClosed()
+}
+
+// PeerClosed records that the peer sent FIN / EOF. Requests already buffered
+// are still answered; Closing turns true once they are.
+func (c *Conn) PeerClosed(now time.Time) {
+	c.now = now
+	c.peerClosed = true
+	if !c.closing {
+		c.process()
+	}
+	c.checkPeerClosed()
+}
+
+func (c *Conn) checkPeerClosed() {
+	if c.peerClosed && !c.blocked() {
+		c.closing = true // a partial request left over is dropped
+	}
+}
+
+// Closing reports that the connection is finished: close it once Output is empty.
+func (c *Conn) Closing() bool { return c.closing }
+
+// Deadline is when the connection times out (header or idle timeout), zero if none.
+// The stack calls Expire when it passes.
+func (c *Conn) Deadline() time.Time {
+	if c.srv == nil {
+		return time.Time{}
+	}
+	if c.inReq && c.state == stHead {
+		return c.headStart.Add(c.srv.site.cfg.HeaderTimeout)
+	}
+	return c.lastActive.Add(c.srv.site.cfg.IdleTimeout)
+}
+
+// Expire closes the connection for a timeout if its deadline has passed; it
+// reports whether it did. Output still pending then is dropped: the stack
+// should close (abort) the connection at once.
+func (c *Conn) Expire(now time.Time) bool {
+	c.now = now
+	d := c.Deadline()
+	if d.IsZero() || now.Before(d) {
+		return false
+	}
+	if c.progressed && c.outBytes > 0 && !(c.inReq && c.state == stHead) {
+		// A slow reader still taking output: activity, not idleness. Advance
+		// cannot know the time, so the check happens here.
+		c.progressed = false
+		c.lastActive = now
+		return false
+	}
+	c.closing = true
+	c.srv.stats.Timeouts++
+	c.dropOutput()
+	return true
+}
+
+func (c *Conn) dropOutput() {
+	for i := c.outHead; i < len(c.out); i++ {
+		c.out[i] = nil
+	}
+	c.out, c.outAr, c.outHead, c.outBytes = c.out[:0], c.outAr[:0], 0, 0
+	c.arRefs = [2]int{}
+}
+
+// blocked reports back-pressure: enough output is queued that parsing more
+// pipelined requests should wait.
+func (c *Conn) blocked() bool {
+	return c.outBytes >= maxOutBytes || len(c.out)-c.outHead >= maxOutSlices
+}
+
+// process parses and serves every complete request buffered, until input runs
+// out, the connection closes, or back-pressure stops it.
+func (c *Conn) process() {
+	for !c.closing && c.r < c.w && !c.blocked() {
+		if !c.inReq {
+			c.inReq = true
+			c.headStart = c.now
+		}
+		done, status := c.parse()
+		if status != 0 {
+			c.fail(status)
+			return
+		}
+		if !done {
+			break
+		}
+		c.serve()
+		c.endRequest()
+	}
+	if c.r == c.w && c.state == stHead && c.h.lineEnd == 0 {
+		c.r, c.w = 0, 0 // nothing of a request is buffered: rewind
+	}
+}
+
+// endRequest consumes the served request's bytes and readies the parser.
+func (c *Conn) endRequest() {
+	c.r += c.h.consumed
+	c.h = head{contentLength: -1}
+	c.state = stHead
+	c.inReq = false
+	c.req = Request{}
+}

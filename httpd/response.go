@@ -1,0 +1,368 @@
+package httpd
+
+import (
+	"strconv"
+)
+
+// ResponseWriter builds a dynamic response for the connection's output arena.
+// It is owned by the Conn and valid only while the handler runs.
+type ResponseWriter struct {
+	c      *Conn
+	status int
+	hdr    []byte // "Name: value\r\n" lines
+	body   []byte
+}
+
+// Header adds a response header. Fields that the server itself manages
+// (Content-Length, Transfer-Encoding, Connection, Date, Server) and names or
+// values with control characters (response splitting) are ignored.
+func (w *ResponseWriter) Header(name, value string) {
+	if len(name) == 0 {
+		return
+	}
+	for i := range len(name) {
+		if !isToken(name[i]) {
+			return
+		}
+	}
+	for i := range len(value) {
+		if b := value[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return
+		}
+	}
+	switch {
+	case equalFoldString(name, "content-length"), equalFoldString(name, "transfer-encoding"),
+		equalFoldString(name, "connection"), equalFoldString(name, "date"), equalFoldString(name, "server"):
+		return
+	}
+	w.hdr = append(w.hdr, name...)
+	w.hdr = append(w.hdr, ": "...)
+	w.hdr = append(w.hdr, value...)
+	w.hdr = append(w.hdr, "\r\n"...)
+}
+
+// WriteHeader sets the status code (default 200). Codes outside 200-599 are
+// ignored: informational responses are the server's business.
+func (w *ResponseWriter) WriteHeader(code int) {
+	if code >= 200 && code <= 599 {
+		w.status = code
+	}
+}
+
+// Write appends body bytes.
+func (w *ResponseWriter) Write(p []byte) (int, error) {
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// WriteString appends body bytes.
+func (w *ResponseWriter) WriteString(s string) (int, error) {
+	w.body = append(w.body, s...)
+	return len(s), nil
+}
+
+func equalFoldString(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	connCloseLine = []byte("Connection: close\r\n")
+	connKeepLine  = []byte("Connection: keep-alive\r\n")
+	helloTailB    = []byte(helloTail)
+)
+
+// serve routes the parsed request and queues its response.
+func (c *Conn) serve() {
+	h := &c.h
+	base := c.in[c.r:]
+	method := base[:h.methodLen:h.methodLen]
+	target := base[h.targetOff : h.targetOff+h.targetLen : h.targetOff+h.targetLen]
+	rawPath, query, ok := splitTarget(target)
+	if !ok {
+		c.fail(400)
+		return
+	}
+	path, ok := cleanPath(c.path, rawPath)
+	c.path = path[:0]
+	if !ok {
+		c.fail(400)
+		return
+	}
+	r := &c.req
+	r.Method, r.Target, r.Path, r.Query = method, target, path, query
+	r.Remote = c.remote
+	r.fields = base[h.lineEnd : h.end-2 : h.end-2]
+	r.Proto = "HTTP/1.1"
+	if h.version == 10 {
+		r.Proto = "HTTP/1.0"
+	}
+	isHead := string(method) == "HEAD"
+	getOrHead := isHead || string(method) == "GET"
+
+	rt := c.srv.site.lookup(path)
+	switch {
+	case rt.h != nil:
+		c.serveHandler(rt.h, isHead)
+	case rt.file != nil:
+		if !getOrHead {
+			c.respondText(405, isHead, nil, nil)
+			return
+		}
+		c.serveFile(rt.file, isHead)
+	case rt.redirect:
+		if !getOrHead {
+			c.respondText(405, isHead, nil, nil)
+			return
+		}
+		c.respondText(301, isHead, rawPath, query)
+	case rt.hello:
+		if !getOrHead {
+			c.respondText(405, isHead, nil, nil)
+			return
+		}
+		c.serveHello(isHead)
+	default:
+		c.respondText(404, isHead, nil, nil)
+	}
+}
+
+// connLine is the Connection field this response needs, if any.
+func (c *Conn) connLine() []byte {
+	if !c.h.keepAlive {
+		return connCloseLine
+	}
+	if c.h.version == 10 {
+		return connKeepLine
+	}
+	return nil
+}
+
+// finish counts and logs a queued response and closes after it if needed.
+func (c *Conn) finish(status, bodyLen int) {
+	s := c.srv
+	s.stats.Requests++
+	if i := status / 100; i < len(s.stats.Responses) {
+		s.stats.Responses[i]++
+	}
+	if s.log != nil {
+		s.logRequest(c, status, bodyLen)
+	}
+	if !c.h.keepAlive {
+		c.closing = true
+	}
+}
+
+func (c *Conn) serveHello(isHead bool) {
+	d := c.srv.date
+	cl := c.connLine()
+	bodyLen := 5
+	if isHead {
+		bodyLen = 0
+	}
+	if cl == nil {
+		c.push(d.hello[:len(d.hello)-5+bodyLen], -1)
+	} else {
+		c.push(d.ok, -1)
+		c.push(cl, -1)
+		c.push(helloTailB[:len(helloTailB)-5+bodyLen], -1)
+	}
+	c.finish(200, bodyLen)
+}
+
+func (c *Conn) serveFile(f *staticFile, isHead bool) {
+	d := c.srv.date
+	h := &c.h
+	in := c.in[c.r:]
+	if f.notModified(in[h.inmOff:h.inmOff+h.inmLen], in[h.imsOff:h.imsOff+h.imsLen], h.hasINM, h.hasIMS) {
+		c.push(d.nm, -1)
+		c.push(c.connLine(), -1)
+		c.push(f.nm, -1)
+		c.finish(304, 0)
+		return
+	}
+	c.push(d.ok, -1)
+	c.push(c.connLine(), -1)
+	if isHead {
+		c.push(f.full[:f.headLen], -1)
+		c.finish(200, 0)
+		return
+	}
+	c.push(f.full, -1)
+	c.finish(200, f.size)
+}
+
+// serveHandler runs a dynamic handler and copies its response into the arena.
+func (c *Conn) serveHandler(hf Handler, isHead bool) {
+	w := &c.rw
+	w.status = 200
+	w.hdr = w.hdr[:0]
+	w.body = w.body[:0]
+	if !c.callHandler(hf) {
+		c.fail(500)
+		return
+	}
+	status := w.status
+	noBody := status == 204 || status == 304
+	b, start := c.beginArena()
+	b = appendStatusLine(b, status)
+	b = append(b, serverLine...)
+	b = append(b, c.srv.date.date...)
+	b = append(b, w.hdr...)
+	if !noBody {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(w.body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, c.connLine()...)
+	b = append(b, "\r\n"...)
+	sent := 0
+	if !noBody && !isHead {
+		b = append(b, w.body...)
+		sent = len(w.body)
+	}
+	c.endArena(b, start)
+	c.finish(status, sent)
+}
+
+// callHandler runs h, turning a panic into a 500 rather than a dead shard.
+func (c *Conn) callHandler(h Handler) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	h(&c.rw, &c.req)
+	return true
+}
+
+// respondText queues a short text/plain response built in the arena: errors,
+// 404, 405 (with Allow) and 301 (with Location loc + "/" + "?" query).
+func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
+	reason := statusText(status)
+	bodyLen := 3 + 1 + len(reason) + 1
+	b, start := c.beginArena()
+	b = appendStatusLine(b, status)
+	b = append(b, serverLine...)
+	b = append(b, c.srv.date.date...)
+	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	switch status {
+	case 405:
+		b = append(b, "Allow: GET, HEAD\r\n"...)
+	case 301:
+		b = append(b, "Location: "...)
+		b = append(b, loc...)
+		b = append(b, '/')
+		if query != nil {
+			b = append(b, '?')
+			b = append(b, query...)
+		}
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(bodyLen), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, c.connLine()...)
+	b = append(b, "\r\n"...)
+	if isHead {
+		bodyLen = 0
+	} else {
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, ' ')
+		b = append(b, reason...)
+		b = append(b, '\n')
+	}
+	c.endArena(b, start)
+	c.finish(status, bodyLen)
+}
+
+// fail answers malformed or oversized input and closes the connection.
+func (c *Conn) fail(status int) {
+	c.h.keepAlive = false
+	c.srv.stats.BadInput++
+	c.respondText(status, false, nil, nil)
+	c.closing = true
+}
+
+func appendStatusLine(b []byte, status int) []byte {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, statusText(status)...)
+	return append(b, "\r\n"...)
+}
+
+func statusText(code int) string {
+	switch code {
+	case 200:
+		return "OK"
+	case 201:
+		return "Created"
+	case 202:
+		return "Accepted"
+	case 204:
+		return "No Content"
+	case 206:
+		return "Partial Content"
+	case 301:
+		return "Moved Permanently"
+	case 302:
+		return "Found"
+	case 303:
+		return "See Other"
+	case 304:
+		return "Not Modified"
+	case 307:
+		return "Temporary Redirect"
+	case 308:
+		return "Permanent Redirect"
+	case 400:
+		return "Bad Request"
+	case 401:
+		return "Unauthorized"
+	case 403:
+		return "Forbidden"
+	case 404:
+		return "Not Found"
+	case 405:
+		return "Method Not Allowed"
+	case 408:
+		return "Request Timeout"
+	case 409:
+		return "Conflict"
+	case 411:
+		return "Length Required"
+	case 413:
+		return "Content Too Large"
+	case 414:
+		return "URI Too Long"
+	case 415:
+		return "Unsupported Media Type"
+	case 429:
+		return "Too Many Requests"
+	case 431:
+		return "Request Header Fields Too Large"
+	case 500:
+		return "Internal Server Error"
+	case 501:
+		return "Not Implemented"
+	case 502:
+		return "Bad Gateway"
+	case 503:
+		return "Service Unavailable"
+	case 505:
+		return "HTTP Version Not Supported"
+	}
+	return "Status"
+}

@@ -1,0 +1,113 @@
+package httpd
+
+import (
+	"io"
+	"net/netip"
+	"time"
+)
+
+// Server is one shard's HTTP responder: its Date header, counters, connection
+// pool and access-log buffer. Owned by one shard; not safe for concurrent use.
+// It reads no clock: time comes in through NewConn, Received, Tick and Expire.
+type Server struct {
+	site   *Site
+	date   *dateBlock // current second's prefixes; replaced, never modified
+	stats  Stats
+	pool   []*Conn
+	log    io.Writer
+	logBuf []byte
+}
+
+// Stats are one shard's HTTP counters.
+type Stats struct {
+	Requests   uint64
+	Responses  [6]uint64 // by status class: [2] is 2xx, [4] is 4xx ...
+	BadInput   uint64    // requests answered 4xx/5xx for malformed input
+	Timeouts   uint64    // connections closed by header or idle timeout
+	LogDropped uint64    // access-log lines dropped: buffer full or write error
+}
+
+// Add merges o into s (for reports across shards).
+func (s *Stats) Add(o Stats) {
+	s.Requests += o.Requests
+	for i := range s.Responses {
+		s.Responses[i] += o.Responses[i]
+	}
+	s.BadInput += o.BadInput
+	s.Timeouts += o.Timeouts
+	s.LogDropped += o.LogDropped
+}
+
+const (
+	logBufInitial = 64 << 10
+	maxLogBuf     = 4 << 20 // past this, lines are dropped (and counted) until Tick
+	maxPool       = 4096
+)
+
+// NewServer makes shard's responder. log may be nil (no access log); it receives
+// whole buffered batches of Common Log Format lines from Tick, off the request path.
+func NewServer(site *Site, log io.Writer) *Server {
+	s := &Server{site: site, log: log}
+	if log != nil {
+		s.logBuf = make([]byte, 0, logBufInitial)
+	}
+	return s
+}
+
+// Site returns the site s serves.
+func (s *Server) Site() *Site { return s.site }
+
+// Tick refreshes the Date header (call at least once a second) and flushes the
+// access-log buffer. Flushing more often keeps the buffer small.
+func (s *Server) Tick(now time.Time) {
+	s.refreshDate(now)
+	if s.log != nil && len(s.logBuf) > 0 {
+		if _, err := s.log.Write(s.logBuf); err != nil {
+			s.stats.LogDropped++
+		}
+		s.logBuf = s.logBuf[:0]
+	}
+}
+
+func (s *Server) refreshDate(now time.Time) {
+	if s.date == nil || s.date.sec != now.Unix() {
+		s.date = newDateBlock(now)
+	}
+}
+
+// Stats returns this shard's counters (merged across shards by the caller).
+func (s *Server) Stats() Stats { return s.stats }
+
+// NewConn takes a connection from the shard's pool.
+func (s *Server) NewConn(remote netip.AddrPort, now time.Time) *Conn {
+	if s.date == nil {
+		s.refreshDate(now)
+	}
+	var c *Conn
+	if n := len(s.pool); n > 0 {
+		c = s.pool[n-1]
+		s.pool[n-1] = nil
+		s.pool = s.pool[:n-1]
+	} else {
+		c = &Conn{
+			in:    make([]byte, inInitial),
+			out:   make([][]byte, 0, 16),
+			outAr: make([]int8, 0, 16),
+		}
+		c.arenas[0] = make([]byte, 0, arenaInitial)
+	}
+	c.init(s, netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()), now)
+	return c
+}
+
+// Release returns c to the pool; c must not be used afterwards, and no slice
+// from its Output may be used either (its buffers are reused).
+func (s *Server) Release(c *Conn) {
+	if c.srv != s {
+		return // double release or a foreign conn: ignore rather than corrupt the pool
+	}
+	c.reset()
+	if len(s.pool) < maxPool {
+		s.pool = append(s.pool, c)
+	}
+}

@@ -1,0 +1,184 @@
+package netstack
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"percore/httpd"
+	"percore/shard"
+)
+
+// startPosix runs one shard with the posix stack on a free loopback port.
+func startPosix(t *testing.T, cfg httpd.Config) (*shard.Group, netip.AddrPort) {
+	t.Helper()
+	site, err := httpd.NewSite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds, addr, err := ListenPosix(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := shard.ChooseCPUs(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := shard.Start(shard.Config{CPUs: cpus}, func(sh *shard.Shard) error {
+		_, err := NewPosix(sh, fds[0], PosixConfig{Site: site}, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(); g.Wait() })
+	return g, addr
+}
+
+func counter(g *shard.Group, name string) uint64 { return shard.Merge(g.Stats()).Get(name) }
+
+// rawConn is a blocking client socket driven by plain syscalls, so that a
+// request/response round trip allocates nothing on the client side either.
+func rawConn(t *testing.T, addr netip.AddrPort) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	tv := unix.Timeval{Sec: 10}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// TestPosixServeNoAllocs proves the steady-state serve loop (epoll wakeup,
+// read, parse, respond, writev) allocates nothing: AllocsPerRun counts the
+// whole process's allocations, the shard's included, around keep-alive round
+// trips.
+func TestPosixServeNoAllocs(t *testing.T) {
+	g, addr := startPosix(t, httpd.Config{})
+	fd := rawConn(t, addr)
+	req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	buf := make([]byte, 64<<10)
+	// The first response tells how many bytes one response has.
+	unix.Write(fd, req)
+	respLen, err := unix.Read(fd, buf)
+	if err != nil || !bytes.HasPrefix(buf[:respLen], []byte("HTTP/1.1 200")) {
+		t.Fatalf("first response: %q %v", buf[:max(respLen, 0)], err)
+	}
+	var failed error
+	roundTrip := func() {
+		if _, err := unix.Write(fd, req); err != nil {
+			failed = err
+			return
+		}
+		for got := 0; got < respLen; {
+			n, err := unix.Read(fd, buf[got:])
+			if err != nil || n == 0 {
+				failed = fmt.Errorf("read: %d %v", n, err)
+				return
+			}
+			got += n
+		}
+	}
+	for i := 0; i < 200; i++ { // warm the pools and buffers
+		roundTrip()
+	}
+	allocs := testing.AllocsPerRun(500, roundTrip)
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per request", allocs)
+	}
+	if n := counter(g, "http.requests"); n < 701 {
+		t.Fatalf("served %d requests, want 701", n)
+	}
+}
+
+// TestPosixBackpressure pipelines far more response bytes than the socket
+// buffers hold without reading, checks reading stopped (the counter), then
+// reads every response, in order and whole.
+func TestPosixBackpressure(t *testing.T) {
+	dir := t.TempDir()
+	const files, size, reqs = 4, 64 << 10, 600 // ~38 MiB of responses
+	var bodies [files][]byte
+	for i := range bodies {
+		bodies[i] = bytes.Repeat([]byte{byte('a' + i)}, size)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.bin", i)), bodies[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, addr := startPosix(t, httpd.Config{Docroot: dir})
+	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	var all bytes.Buffer
+	for i := 0; i < reqs; i++ {
+		fmt.Fprintf(&all, "GET /%d.bin HTTP/1.1\r\nHost: x\r\n\r\n", i%files)
+	}
+	wrote := make(chan error, 1)
+	go func() { _, err := c.Write(all.Bytes()); wrote <- err }()
+	for deadline := time.Now().Add(10 * time.Second); counter(g, "posix.backpressure") == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("reading never stopped for back-pressure")
+		}
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	for i := 0; i < reqs; i++ {
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(body, bodies[i%files]) {
+			t.Fatalf("response %d: %d bytes, err %v, equal %v", i, len(body), err, bytes.Equal(body, bodies[i%files]))
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPosixDrainClosesIdle checks Drain closes idle connections (the peer
+// reads EOF) and the shard exits with nothing open.
+func TestPosixDrainClosesIdle(t *testing.T) {
+	g, addr := startPosix(t, httpd.Config{})
+	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); counter(g, "posix.accepted") == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("connection not accepted")
+		}
+	}
+	g.Stop()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read %d, %v; want EOF", n, err)
+	}
+	c.Close()
+	g.Wait()
+	f := shard.Merge(g.Final())
+	if f.Get("posix.open") != 0 || f.Get("posix.forced") != 0 || f.Get("posix.closed") != 1 {
+		t.Fatalf("final counters: %v", f)
+	}
+}
