@@ -89,12 +89,14 @@ run() { # tool round -> appends "tool rps whole_us proc_us" to results
 	tail -1 "$tmp/results" | awk -v round="$2" '{ printf "round %d %-6s %9.0f req/s  us/req: %7.2f machine %6.2f client+server %6.2f client %6.2f server\n", round, $1, $2, $3, $4, $5, $6 }' >&2
 }
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
 	run wrk "$r"
 	run wreck "$r"
 done
 
 echo
+echo "load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
 echo
 echo "| client | req/s | machine CPU-us/req | client+server CPU-us/req | client CPU-us/req | server CPU-us/req |"
@@ -102,7 +104,7 @@ echo "|---|---|---|---|---|---|"
 for tool in wrk wreck; do
 	for col in 2 3 4 5 6; do
 		awk -v t="$tool" -v c="$col" '$1 == t { print $c }' "$tmp/results" | sort -g |
-			awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; fmt = (v[1] > 1000) ? "%.0f (%.0f-%.0f)" : "%.2f (%.2f-%.2f)"; printf fmt "\n", m, v[1], v[NR] }' >"$tmp/col$col"
+			awk -v c="$col" '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; fmt = (c == 2) ? "%.0f (%.0f-%.0f)" : "%.2f (%.2f-%.2f)"; printf fmt "\n", m, v[1], v[NR] }' >"$tmp/col$col"
 	done
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$tool" "$(cat "$tmp/col2")" "$(cat "$tmp/col3")" "$(cat "$tmp/col4")" "$(cat "$tmp/col5")" "$(cat "$tmp/col6")"
 done

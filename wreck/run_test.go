@@ -294,6 +294,9 @@ func TestMainBadFlags(t *testing.T) {
 		{"--server", "x:1", "--duration", "0s"},
 		{"--server", "x:1", "--bogus"},
 		{"--server", "x:1", "extra"},
+		{"--server", "no-port"},
+		{"--server", "127.0.0.1:99999"},
+		{"--server", "x:1", "--cpuset", "1023"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(args, &out, &errOut)
@@ -309,10 +312,9 @@ func TestRunBadServer(t *testing.T) {
 	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Fatalf("err %v, want a host:port error", err)
 	}
-	cfg = testConfig("127.0.0.1:1")
-	cfg.CPUSet = []int{1023}
-	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "--cpuset") {
-		t.Fatalf("err %v, want a --cpuset error", err)
+	cfg = testConfig("no-such-host.invalid:80")
+	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "resolve") {
+		t.Fatalf("err %v, want a resolve error", err)
 	}
 }
 
