@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testConfig is a run against addr bounded by a generous duration: tests stop
@@ -170,13 +173,21 @@ func TestRunErrorClasses(t *testing.T) {
 }
 
 func TestRunConnectRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A bound socket that never listens holds the port (no other process can
+	// take it meanwhile) and answers SYNs with RST.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nobody listens there now
-	cfg := testConfig(addr)
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port))
 	cfg.Duration = 100 * time.Millisecond
 	r := mustRun(t, cfg)
 	if r.Errors.Connect == 0 || r.Requests != 0 || r.Connects != 0 {
