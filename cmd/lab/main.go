@@ -1,11 +1,16 @@
 // Command lab builds, lists and removes percore's veth lab by hand:
 //
-//	lab up [--queues N] [--mtu M] [--prefix P] [--impair SPEC]   build a lab and print how to use it
+//	lab up [--queues N] [--mtu M] [--prefix P]   build a lab and print how to use it
 //	lab status                                    list labs (namespaces named *-cli / *-srv)
 //	lab down NAME|--all                           remove one lab (or every lab)
 //
 // With --hold, up keeps running and removes the lab on SIGINT/SIGTERM; without it
 // the lab stays until `lab down`.
+//
+// With --impair SPEC (for example loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1)
+// up puts an impairment bridge in a middle namespace (*-mid) between client and
+// server; the bridge runs in this process, so --impair implies --hold, and the
+// bridge's counters are printed when the lab is removed.
 package main
 
 import (
