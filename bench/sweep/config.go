@@ -59,11 +59,12 @@ func DefaultConfig() Config {
 }
 
 // QuickConfig is the CI smoke sweep: one round of 1 s per point, no warm-up,
-// written under bench/out (ignored by git) so docs stay as committed. On the
-// 2-CPU lab machine it finishes in about a minute.
+// pipeline 1 and 16, written under bench/out (ignored by git) so docs stay as
+// committed. On the 2-CPU lab machine it finishes in about a minute.
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.Quick, c.Rounds, c.Duration, c.Warmup = true, 1, time.Second, 0
+	c.Pipeline = []int{1, 16}
 	c.Out, c.SVG, c.JSON = "bench/out/benchmarks-quick.md", "bench/out/sweep-quick.svg", "bench/out/sweep-quick.json"
 	return c
 }
