@@ -30,7 +30,7 @@ func TestQueueOrderAndBounds(t *testing.T) {
 // publication order too).
 func TestQueueConcurrent(t *testing.T) {
 	q := NewQueue[int](8)
-	const n = 100000
+	const n = 20000
 	done := make(chan error, 1)
 	go func() {
 		want := 0
