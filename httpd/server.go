@@ -25,7 +25,7 @@ type Stats struct {
 	BadInput   uint64    // requests answered 4xx/5xx for malformed input
 	Timeouts   uint64    // connections closed by header or idle timeout
 	Panics     uint64    // handler panics, answered 500 and closed
-	LogDropped uint64    // access-log lines dropped: buffer full or write error
+	LogDropped uint64    // access-log lines dropped for a full buffer, plus failed batch writes
 }
 
 // Add merges o into s (for reports across shards).

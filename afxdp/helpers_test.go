@@ -1,0 +1,84 @@
+package afxdp
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"golang.org/x/sys/unix"
+)
+
+// needRoot skips t unless the process is root and the kernel has AF_XDP.
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: AF_XDP sockets, BPF programs and network namespaces")
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
+	if errors.Is(err, unix.EAFNOSUPPORT) {
+		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+}
+
+var (
+	macA = net.HardwareAddr{0x02, 0, 0, 0, 0, 0xa}
+	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 0xb}
+)
+
+func serialize(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func arpRequest(t testing.TB, src, target netip.Addr) []byte {
+	return serialize(t,
+		&layers.Ethernet{SrcMAC: macA, DstMAC: layers.EthernetBroadcast, EthernetType: layers.EthernetTypeARP},
+		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: layers.ARPRequest, SourceHwAddress: macA, SourceProtAddress: src.AsSlice(),
+			DstHwAddress: make([]byte, 6), DstProtAddress: target.AsSlice()})
+}
+
+func ipv4(src, dst netip.Addr, proto layers.IPProtocol) *layers.IPv4 {
+	return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+}
+
+func tcpSYN(t testing.TB, src, dst netip.Addr, sport, dport uint16) []byte {
+	ip := ipv4(src, dst, layers.IPProtocolTCP)
+	tcp := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), SYN: true, Seq: 1, Window: 65535}
+	tcp.SetNetworkLayerForChecksum(ip)
+	return serialize(t, &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4}, ip, tcp)
+}
+
+func icmpEcho(t testing.TB, src, dst netip.Addr, id, seq uint16) []byte {
+	return serialize(t,
+		&layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4},
+		ipv4(src, dst, layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: id, Seq: seq},
+		gopacket.Payload("percore"))
+}
+
+func udp(t testing.TB, src, dst netip.Addr, dport uint16) []byte {
+	ip := ipv4(src, dst, layers.IPProtocolUDP)
+	u := &layers.UDP{SrcPort: 1234, DstPort: layers.UDPPort(dport)}
+	u.SetNetworkLayerForChecksum(ip)
+	return serialize(t, &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4}, ip, u, gopacket.Payload("x"))
+}
+
+func netInterface(name string) (int, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, err
+	}
+	return ifi.Index, nil
+}

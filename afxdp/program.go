@@ -1,0 +1,342 @@
+package afxdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// AttachMode is how the XDP program hooks into the driver.
+type AttachMode int
+
+const (
+	// Native runs the program in the driver (veth, i40e, ice, mlx5...). Default.
+	Native AttachMode = iota
+	// Generic runs it on the skb path: any driver, slower (and on veth the
+	// queue numbering is off by one: use Native there).
+	Generic
+)
+
+// ParseAttachMode parses the --xdp-mode flag value.
+func ParseAttachMode(s string) (AttachMode, error) {
+	switch s {
+	case "native", "":
+		return Native, nil
+	case "generic":
+		return Generic, nil
+	}
+	return 0, fmt.Errorf("afxdp: --xdp-mode %q: use native or generic", s)
+}
+
+func (m AttachMode) String() string {
+	if m == Generic {
+		return "generic"
+	}
+	return "native"
+}
+
+// ProgramConfig describes the steering program.
+type ProgramConfig struct {
+	IP        netip.Addr // percore's IPv4 address; frames for others go to the kernel
+	Ports     []uint16   // local TCP ports to steer at start (listen ports)
+	MaxQueues int        // XSKMAP entries [64]
+	MaxPorts  int        // port map entries [1024]
+}
+
+// Program is the XDP program that steers percore's frames to the AF_XDP
+// socket of the frame's rx queue, with its three maps:
+//
+//	xsks   XSKMAP  rx queue -> socket
+//	ports  hash    TCP local port (network order) -> 1
+//	config array   [0] = our IPv4 (network order)
+//
+// It redirects ARP whose target is our IP, and IPv4 ICMP and TCP (to a port in
+// ports, or any non-first fragment) to our IP; everything else is XDP_PASS.
+// A frame that should be redirected but has no socket on its queue is passed
+// to the kernel too (bpf_redirect_map's fallback action), so an unbound queue
+// never black-holes traffic.
+//
+// One Program serves all queues of one interface; it is set up by the
+// process before the shards start and closed after they stop.
+type Program struct {
+	prog                *ebpf.Program
+	xsks, ports, config *ebpf.Map
+	link                link.Link
+	iface               string
+}
+
+// XDP actions.
+const (
+	xdpAborted  = 0
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpTX       = 3
+	xdpRedirect = 4
+)
+
+// NewProgram creates the maps and loads the program (not yet attached).
+func NewProgram(c ProgramConfig) (_ *Program, err error) {
+	if !c.IP.Is4() {
+		return nil, fmt.Errorf("afxdp: program needs an IPv4 address, got %v", c.IP)
+	}
+	if c.MaxQueues == 0 {
+		c.MaxQueues = 64
+	}
+	if c.MaxPorts == 0 {
+		c.MaxPorts = 1024
+	}
+	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge maps to RLIMIT_MEMLOCK; best effort
+	p := &Program{}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	if p.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(c.MaxQueues)}); err != nil {
+		return nil, bpfErr("create xskmap", err)
+	}
+	if p.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_ports", Type: ebpf.Hash, KeySize: 2, ValueSize: 1, MaxEntries: uint32(c.MaxPorts)}); err != nil {
+		return nil, bpfErr("create port map", err)
+	}
+	if p.config, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_cfg", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+		return nil, bpfErr("create config map", err)
+	}
+	if err = p.SetIP(c.IP); err != nil {
+		return nil, err
+	}
+	for _, port := range c.Ports {
+		if err = p.AllowPort(port); err != nil {
+			return nil, err
+		}
+	}
+	if p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "percore_steer",
+		Type:         ebpf.XDP,
+		License:      "Dual BSD/GPL",
+		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD()),
+	}); err != nil {
+		return nil, bpfErr("load xdp program", err)
+	}
+	return p, nil
+}
+
+// be16 and be32 give the value a native-endian load of the network-order
+// bytes yields, so the program compares without byte swaps.
+func be16(v uint16) int32 {
+	return int32(binary.NativeEndian.Uint16(binary.BigEndian.AppendUint16(nil, v)))
+}
+
+// steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
+// data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
+// bounds check against data_end, as the verifier demands.
+func steerInsns(xsks, ports, config int) asm.Instructions {
+	const (
+		ethLen  = 14
+		ipv4Min = 20
+	)
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+
+		// r9 = config[0] (our IP); unset -> pass.
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, config),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R9, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R9, 0, "pass"),
+
+		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // xdp_md.data
+		asm.LoadMem(asm.R8, asm.R6, 4, asm.Word), // xdp_md.data_end
+
+		// Ethernet header, ethertype.
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, ethLen),
+		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
+		asm.LoadMem(asm.R3, asm.R7, 12, asm.Half),
+		asm.JEq.Imm(asm.R3, be16(0x0806), "arp"),
+		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
+
+		// IPv4: version 4, IHL >= 5, destination is ours.
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, ethLen+ipv4Min),
+		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
+		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte),
+		asm.Mov.Reg(asm.R4, asm.R3),
+		asm.RSh.Imm(asm.R4, 4),
+		asm.JNE.Imm(asm.R4, 4, "pass"),
+		asm.And.Imm(asm.R3, 0x0f),
+		asm.JLT.Imm(asm.R3, 5, "pass"),
+		asm.LoadMem(asm.R4, asm.R7, ethLen+16, asm.Word),
+		asm.JNE.Reg(asm.R4, asm.R9, "pass"),
+		asm.LoadMem(asm.R4, asm.R7, ethLen+9, asm.Byte), // protocol
+		asm.JEq.Imm(asm.R4, unix.IPPROTO_ICMP, "redirect"),
+		asm.JNE.Imm(asm.R4, unix.IPPROTO_TCP, "pass"),
+		// A non-first fragment has no TCP header; it is ours all the same.
+		asm.LoadMem(asm.R4, asm.R7, ethLen+6, asm.Half),
+		asm.And.Imm(asm.R4, be16(0x1fff)),
+		asm.JNE.Imm(asm.R4, 0, "redirect"),
+
+		// TCP destination port at ethLen + IHL*4 + 2 must be in ports.
+		asm.LSh.Imm(asm.R3, 2),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Reg(asm.R2, asm.R3),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, ethLen+4),
+		asm.JGT.Reg(asm.R4, asm.R8, "pass"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
+		asm.StoreMem(asm.RFP, -8, asm.R4, asm.Half),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.LoadMapPtr(asm.R1, ports),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Ja.Label("redirect"),
+
+		// ARP for IPv4 over Ethernet whose target protocol address is ours.
+		asm.Mov.Reg(asm.R2, asm.R7).WithSymbol("arp"),
+		asm.Add.Imm(asm.R2, ethLen+28),
+		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+2, asm.Half),
+		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+24, asm.Word),
+		asm.JNE.Reg(asm.R3, asm.R9, "pass"),
+
+		// bpf_redirect_map(xsks, rx_queue_index, XDP_PASS): no socket -> pass.
+		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("redirect"),
+		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word), // xdp_md.rx_queue_index
+		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+
+		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
+		asm.Return(),
+	}
+}
+
+// SetIP changes the IPv4 address the program steers.
+func (p *Program) SetIP(ip netip.Addr) error {
+	b := ip.As4()
+	if err := p.config.Put(uint32(0), b); err != nil {
+		return bpfErr("set ip", err)
+	}
+	return nil
+}
+
+func portKey(port uint16) [2]byte { return [2]byte{byte(port >> 8), byte(port)} }
+
+// AllowPort steers TCP segments to local port port (a listen port, or the
+// local port of an active open).
+func (p *Program) AllowPort(port uint16) error {
+	if err := p.ports.Put(portKey(port), uint8(1)); err != nil {
+		return bpfErr(fmt.Sprintf("allow port %d", port), err)
+	}
+	return nil
+}
+
+// RemovePort stops steering TCP port port; a port not present is not an error.
+func (p *Program) RemovePort(port uint16) error {
+	if err := p.ports.Delete(portKey(port)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return bpfErr(fmt.Sprintf("remove port %d", port), err)
+	}
+	return nil
+}
+
+// Register puts s in the XSKMAP at its queue, so frames steered on that
+// queue reach it. Closing s removes it from the map.
+func (p *Program) Register(s *Socket) error {
+	if err := p.xsks.Put(uint32(s.queue), uint32(s.fd)); err != nil {
+		if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("afxdp: register queue %d: outside the XSKMAP (%d entries): raise ProgramConfig.MaxQueues: %w", s.queue, p.xsks.MaxEntries(), err)
+		}
+		return bpfErr(fmt.Sprintf("register queue %d", s.queue), err)
+	}
+	return nil
+}
+
+// Unregister removes the socket of queue q from the XSKMAP.
+func (p *Program) Unregister(q int) error {
+	if err := p.xsks.Delete(uint32(q)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return bpfErr(fmt.Sprintf("unregister queue %d", q), err)
+	}
+	return nil
+}
+
+// Attach attaches the program to iface (in the calling thread's network
+// namespace) through a bpf_link, which the kernel removes when the process
+// exits, so a crash never leaves the program behind.
+func (p *Program) Attach(iface string, mode AttachMode) error {
+	if p.link != nil {
+		return fmt.Errorf("afxdp: program already attached to %s", p.iface)
+	}
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return ifaceError(iface, err)
+	}
+	flags := link.XDPDriverMode
+	if mode == Generic {
+		flags = link.XDPGenericMode
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: p.prog, Interface: ifi.Index, Flags: flags})
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST):
+			return busyError(iface, err)
+		case errors.Is(err, unix.ENOSPC):
+			return fmt.Errorf("afxdp: attach xdp to %s (%v): on veth the peer has more tx queues than %s has rx queues: give both ends the same queue count", iface, err, iface)
+		case errors.Is(err, unix.ERANGE):
+			return fmt.Errorf("afxdp: attach xdp to %s (%v): MTU too large for native XDP: use at most 3506 on veth, or --xdp-mode generic", iface, err)
+		case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
+			return fmt.Errorf("afxdp: attach xdp to %s (%v): the driver has no native XDP: use --xdp-mode generic", iface, err)
+		}
+		return bpfErr(fmt.Sprintf("attach xdp to %s in %s mode", iface, mode), err)
+	}
+	p.link, p.iface = l, iface
+	return nil
+}
+
+// Detach removes the program from its interface; safe when not attached.
+func (p *Program) Detach() error {
+	if p.link == nil {
+		return nil
+	}
+	err := p.link.Close()
+	p.link = nil
+	if err != nil {
+		return fmt.Errorf("afxdp: detach xdp from %s: %w", p.iface, err)
+	}
+	return nil
+}
+
+// Close detaches the program and frees it and its maps. Safe to call twice.
+func (p *Program) Close() error {
+	errs := []error{p.Detach()}
+	if p.prog != nil {
+		errs = append(errs, p.prog.Close())
+		p.prog = nil
+	}
+	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.config} {
+		if *m != nil {
+			errs = append(errs, (*m).Close())
+			*m = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the program once on frame through BPF_PROG_TEST_RUN and returns
+// the XDP action; for tests and diagnostics.
+func (p *Program) Run(frame []byte) (uint32, error) {
+	return p.prog.Run(&ebpf.RunOptions{Data: frame})
+}
+
+func bpfErr(op string, err error) error { return sysErr(op, err) }

@@ -1,0 +1,155 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+)
+
+// Config describes a two-namespace lab. The zero value is a 1-queue lab with
+// MTU 1500 and the server end in its own namespace.
+type Config struct {
+	Prefix     string // name prefix, default "pc"
+	Queues     int    // queues on both veth ends, default 1
+	MTU        int    // default 1500, at most MaxXDPMTU
+	ServerRoot bool   // put the server end in the root namespace instead of its own
+
+	// Between, when set, builds the path between the server end and the
+	// client namespace instead of one direct veth pair (an impairment
+	// middle namespace uses it). It must create l.ServerIf in l.ServerNS and
+	// l.ClientIf in l.ClientNS, both up, with c.Queues queues and c.MTU, and
+	// register the teardown of anything else it makes with l.OnClose. New
+	// then configures the client end (offloads, txrehash, address) as usual.
+	Between func(l *Lab, c Config) error
+}
+
+// Lab is a veth pair between a client namespace (kernel TCP/IP, an address
+// from 198.18.0.0/15, offloads off, net.core.txrehash=0) and the server end
+// for percore (no kernel address). Built by New, removed by Close; the fields
+// are read-only after New.
+type Lab struct {
+	ID       uint32
+	ServerNS *NS // nil when Config.ServerRoot
+	ClientNS *NS
+	ServerIf string // server end, for the AF_XDP socket
+	ClientIf string // client end, inside ClientNS
+	Queues   int
+	MTU      int
+
+	Subnet    netip.Prefix     // the /24 both ends share
+	ServerIP  netip.Addr       // the address percore answers for (.1)
+	ClientIP  netip.Addr       // configured on ClientIf (.2)
+	ServerMAC net.HardwareAddr // MAC of ServerIf
+	ClientMAC net.HardwareAddr // MAC of ClientIf
+
+	onClose   []func() error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// OnClose registers fn to run first in Close (in reverse order of
+// registration), before the client and server namespaces go.
+func (l *Lab) OnClose(fn func() error) { l.onClose = append(l.onClose, fn) }
+
+// New builds a lab. On failure everything made so far is removed.
+func New(c Config) (_ *Lab, err error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if c.Prefix == "" {
+		c.Prefix = "pc"
+	}
+	if c.Queues <= 0 {
+		c.Queues = 1
+	}
+	if c.MTU == 0 {
+		c.MTU = 1500
+	}
+	id := uniqueID()
+	l := &Lab{
+		ID:       id,
+		ServerIf: Name(c.Prefix, id, "s"),
+		ClientIf: Name(c.Prefix, id, "c"),
+		Queues:   c.Queues,
+		MTU:      c.MTU,
+		Subnet:   Subnet(id),
+	}
+	l.ServerIP = Host(l.Subnet, 1)
+	l.ClientIP = Host(l.Subnet, 2)
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	if !c.ServerRoot {
+		if l.ServerNS, err = NewNS(Name(c.Prefix, id, "-srv")); err != nil {
+			return nil, err
+		}
+	}
+	if l.ClientNS, err = NewNS(Name(c.Prefix, id, "-cli")); err != nil {
+		return nil, err
+	}
+	if c.Between != nil {
+		err = c.Between(l, c)
+	} else {
+		err = NewVeth(VethConfig{
+			Name: l.ServerIf, NS: l.ServerNS,
+			PeerName: l.ClientIf, PeerNS: l.ClientNS,
+			Queues: c.Queues, MTU: c.MTU,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err = DisableOffloads(l.ClientNS, l.ClientIf); err != nil {
+		return nil, err
+	}
+	// A flow keeps its tx queue (and so our rx queue) for the socket's life.
+	if err = l.ClientNS.Sysctl("net/core/txrehash", "0"); err != nil {
+		return nil, err
+	}
+	if err = AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(l.ClientIP, 24)); err != nil {
+		return nil, err
+	}
+	if l.ServerMAC, err = HardwareAddr(l.ServerNS, l.ServerIf); err != nil {
+		return nil, err
+	}
+	if l.ClientMAC, err = HardwareAddr(l.ClientNS, l.ClientIf); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close removes the veth pair and the namespaces. Idempotent; safe on a
+// partly built lab.
+func (l *Lab) Close() error {
+	l.closeOnce.Do(func() {
+		var errs []error
+		for i := len(l.onClose) - 1; i >= 0; i-- {
+			errs = append(errs, l.onClose[i]())
+		}
+		// With the server end in root, deleting it removes the pair now rather
+		// than when the client namespace is freed.
+		if l.ServerNS == nil {
+			errs = append(errs, DeleteLink(nil, l.ServerIf))
+		}
+		if l.ClientNS != nil {
+			errs = append(errs, DeleteLink(l.ClientNS, l.ClientIf))
+		}
+		errs = append(errs, l.ClientNS.Delete(), l.ServerNS.Delete())
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// ClientExec is the shell prefix that runs a command in the client namespace.
+func (l *Lab) ClientExec() string { return "ip netns exec " + l.ClientNS.Name }
+
+// String describes the lab in one line.
+func (l *Lab) String() string {
+	return fmt.Sprintf("lab %x: server %s (ns %s, %s, %s) <-> client %s (ns %s, %s, %s), %d queues, mtu %d",
+		l.ID, l.ServerIf, l.ServerNS, l.ServerIP, l.ServerMAC, l.ClientIf, l.ClientNS, l.ClientIP, l.ClientMAC, l.Queues, l.MTU)
+}

@@ -1,0 +1,149 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+)
+
+// MaxXDPMTU is the largest veth MTU that native XDP accepts (larger: ERANGE).
+const MaxXDPMTU = 3506
+
+// VethConfig describes one veth pair. Both ends get the same number of rx and
+// tx queues: veth needs queue counts on both ends, else only one queue is
+// active, and native XDP attach fails (ENOSPC) when the peer has more tx
+// queues than our end has rx queues.
+type VethConfig struct {
+	Name, PeerName string // interface names, at most 15 bytes
+	NS, PeerNS     *NS    // where each end lives; nil is the root namespace
+	Queues         int    // rx and tx queues on each end; 0 means 1
+	MTU            int    // 0 means 1500; at most MaxXDPMTU
+}
+
+// NewVeth creates the pair directly inside the two namespaces and sets both
+// ends up. Deleting either end (or its namespace) deletes the pair.
+func NewVeth(c VethConfig) error {
+	if c.Queues <= 0 {
+		c.Queues = 1
+	}
+	if c.MTU == 0 {
+		c.MTU = 1500
+	}
+	if c.MTU < 68 || c.MTU > MaxXDPMTU {
+		return fmt.Errorf("create veth %s: mtu %d out of range 68..%d (native XDP limit)", c.Name, c.MTU, MaxXDPMTU)
+	}
+	if len(c.Name) > 15 || len(c.PeerName) > 15 {
+		return fmt.Errorf("create veth %s/%s: names longer than 15 bytes", c.Name, c.PeerName)
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = c.Name
+	attrs.MTU = c.MTU
+	attrs.NumTxQueues = c.Queues
+	attrs.NumRxQueues = c.Queues
+	if c.NS != nil {
+		attrs.Namespace = netlink.NsFd(c.NS.Fd())
+	}
+	v := &netlink.Veth{
+		LinkAttrs:       attrs,
+		PeerName:        c.PeerName,
+		PeerNumTxQueues: uint32(c.Queues),
+		PeerNumRxQueues: uint32(c.Queues),
+		PeerMTU:         uint32(c.MTU),
+	}
+	if c.PeerNS != nil {
+		v.PeerNamespace = netlink.NsFd(c.PeerNS.Fd())
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("create veth %s: %w", c.Name, err)
+	}
+	defer h.Close()
+	if err := h.LinkAdd(v); err != nil {
+		return fmt.Errorf("create veth %s/%s: %w", c.Name, c.PeerName, err)
+	}
+	if err := LinkUp(c.NS, c.Name); err != nil {
+		DeleteLink(c.NS, c.Name)
+		return err
+	}
+	if err := LinkUp(c.PeerNS, c.PeerName); err != nil {
+		DeleteLink(c.NS, c.Name)
+		return err
+	}
+	return nil
+}
+
+// LinkUp sets interface name in ns up.
+func LinkUp(ns *NS, name string) error {
+	h, err := ns.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("link %s in %s: %w", name, ns, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("link %s up in %s: %w", name, ns, err)
+	}
+	return nil
+}
+
+// DeleteLink deletes interface name in ns; a missing link is not an error.
+func DeleteLink(ns *NS, name string) error {
+	h, err := ns.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return fmt.Errorf("link %s in %s: %w", name, ns, err)
+	}
+	if err := h.LinkDel(l); err != nil {
+		return fmt.Errorf("delete link %s in %s: %w", name, ns, err)
+	}
+	return nil
+}
+
+// AddAddr adds addr (with its prefix length) to interface name in ns.
+func AddAddr(ns *NS, name string, addr netip.Prefix) error {
+	h, err := ns.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("link %s in %s: %w", name, ns, err)
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{
+		IP:   addr.Addr().AsSlice(),
+		Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
+	}}
+	if err := h.AddrAdd(l, a); err != nil {
+		return fmt.Errorf("add %s to %s in %s: %w", addr, name, ns, err)
+	}
+	return nil
+}
+
+// HardwareAddr returns the MAC address of interface name in ns.
+func HardwareAddr(ns *NS, name string) (net.HardwareAddr, error) {
+	h, err := ns.Handle()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("link %s in %s: %w", name, ns, err)
+	}
+	return l.Attrs().HardwareAddr, nil
+}

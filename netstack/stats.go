@@ -1,0 +1,127 @@
+package netstack
+
+// Stats are one stack's counters: plain integers owned by the shard that owns
+// the stack, merged across shards at report time (Add). Every received frame
+// ends in exactly one of the counters marked "rx outcome", so they sum to
+// RxFrames; the rest annotate (IPv4Options) or count transmit-side events.
+type Stats struct {
+	RxFrames uint64 // frames taken from the link
+	TxFrames uint64 // frames submitted to the link
+	Polls    uint64 // calls to Poll
+
+	// Ethernet (rx outcomes)
+	EthTruncated   uint64 // shorter than the 14-byte header
+	EthNotForUs    uint64 // destination neither our MAC nor broadcast
+	EthBadSrc      uint64 // multicast or broadcast source MAC
+	EthUnknownType uint64 // EtherType other than IPv4 and ARP (VLAN tags included)
+
+	// ARP (rx outcomes)
+	ARPTruncated   uint64 // shorter than 28 bytes
+	ARPUnsupported uint64 // not Ethernet/IPv4 ARP
+	ARPBadOp       uint64 // operation neither request nor reply
+	ARPBadSender   uint64 // sender MAC multicast, or sender IP a martian
+	ARPConflict    uint64 // another host claims our address
+	ARPNotForUs    uint64 // target is not our address (used only to refresh the cache)
+	ARPRequestsRx  uint64 // requests for our address (each answered unless no tx frame)
+	ARPRepliesRx   uint64 // replies for our address
+
+	// ARP (tx and cache)
+	ARPRepliesTx     uint64 // replies sent
+	ARPRequestsTx    uint64 // requests sent, retries included
+	ARPResolveFailed uint64 // next hops that never answered (after ARPMaxRequests)
+	ARPEvictions     uint64 // cache entries replaced because their probe window was full
+	PendingDropFull  uint64 // frames dropped: the wait-for-resolution queue was full
+	PendingDropFail  uint64 // frames dropped: their next hop did not resolve (or was evicted)
+
+	// IPv4 (rx outcomes)
+	IPv4Truncated    uint64 // shorter than 20 bytes, IHL or Total Length
+	IPv4BadVersion   uint64 // version is not 4
+	IPv4BadHeaderLen uint64 // IHL < 5
+	IPv4BadTotalLen  uint64 // Total Length < IHL*4
+	IPv4BadChecksum  uint64 // header checksum does not verify
+	IPv4BadOptions   uint64 // malformed option list
+	IPv4Fragments    uint64 // MF set or fragment offset non-zero: no reassembly
+	IPv4BadSrc       uint64 // martian source: 0/8, 127/8, multicast, class E, broadcast, ours
+	IPv4Broadcast    uint64 // to a broadcast address: nothing we serve answers broadcasts
+	IPv4WrongDst     uint64 // not our address
+	IPv4UnknownProto uint64 // neither ICMP nor TCP
+	IPv4TCP          uint64 // handed to TCP
+	NoTCP            uint64 // TCP segment, but no TCP wired into the stack
+
+	// IPv4 (annotation, not an outcome)
+	IPv4Options uint64 // packets that carried (valid, skipped) options
+
+	// ICMP (rx outcomes)
+	ICMPTruncated    uint64 // shorter than 8 bytes
+	ICMPBadChecksum  uint64 // checksum does not verify
+	ICMPEchoRequests uint64 // echo requests for us (each answered unless no tx frame)
+	ICMPOther        uint64 // other types: counted and ignored
+
+	// ICMP (tx)
+	ICMPEchoReplies uint64 // replies built (sent, or parked for ARP)
+	ICMPEchoTooBig  uint64 // request larger than a tx frame can carry
+
+	// Transmit
+	TxNoFrame uint64 // the link had no free tx frame: the packet was dropped
+	TxNoRoute uint64 // off-link destination and no gateway
+	TxTooBig  uint64 // payload larger than the MTU allows (a caller bug)
+}
+
+// Add adds o's counters to s (for merging shards).
+func (s *Stats) Add(o *Stats) {
+	s.RxFrames += o.RxFrames
+	s.TxFrames += o.TxFrames
+	s.Polls += o.Polls
+	s.EthTruncated += o.EthTruncated
+	s.EthNotForUs += o.EthNotForUs
+	s.EthBadSrc += o.EthBadSrc
+	s.EthUnknownType += o.EthUnknownType
+	s.ARPTruncated += o.ARPTruncated
+	s.ARPUnsupported += o.ARPUnsupported
+	s.ARPBadOp += o.ARPBadOp
+	s.ARPBadSender += o.ARPBadSender
+	s.ARPConflict += o.ARPConflict
+	s.ARPNotForUs += o.ARPNotForUs
+	s.ARPRequestsRx += o.ARPRequestsRx
+	s.ARPRepliesRx += o.ARPRepliesRx
+	s.ARPRepliesTx += o.ARPRepliesTx
+	s.ARPRequestsTx += o.ARPRequestsTx
+	s.ARPResolveFailed += o.ARPResolveFailed
+	s.ARPEvictions += o.ARPEvictions
+	s.PendingDropFull += o.PendingDropFull
+	s.PendingDropFail += o.PendingDropFail
+	s.IPv4Truncated += o.IPv4Truncated
+	s.IPv4BadVersion += o.IPv4BadVersion
+	s.IPv4BadHeaderLen += o.IPv4BadHeaderLen
+	s.IPv4BadTotalLen += o.IPv4BadTotalLen
+	s.IPv4BadChecksum += o.IPv4BadChecksum
+	s.IPv4BadOptions += o.IPv4BadOptions
+	s.IPv4Fragments += o.IPv4Fragments
+	s.IPv4BadSrc += o.IPv4BadSrc
+	s.IPv4Broadcast += o.IPv4Broadcast
+	s.IPv4WrongDst += o.IPv4WrongDst
+	s.IPv4UnknownProto += o.IPv4UnknownProto
+	s.IPv4TCP += o.IPv4TCP
+	s.NoTCP += o.NoTCP
+	s.IPv4Options += o.IPv4Options
+	s.ICMPTruncated += o.ICMPTruncated
+	s.ICMPBadChecksum += o.ICMPBadChecksum
+	s.ICMPEchoRequests += o.ICMPEchoRequests
+	s.ICMPOther += o.ICMPOther
+	s.ICMPEchoReplies += o.ICMPEchoReplies
+	s.ICMPEchoTooBig += o.ICMPEchoTooBig
+	s.TxNoFrame += o.TxNoFrame
+	s.TxNoRoute += o.TxNoRoute
+	s.TxTooBig += o.TxTooBig
+}
+
+// RxOutcomes is the sum of the rx-outcome counters; it equals RxFrames.
+func (s *Stats) RxOutcomes() uint64 {
+	return s.EthTruncated + s.EthNotForUs + s.EthBadSrc + s.EthUnknownType +
+		s.ARPTruncated + s.ARPUnsupported + s.ARPBadOp + s.ARPBadSender + s.ARPConflict +
+		s.ARPNotForUs + s.ARPRequestsRx + s.ARPRepliesRx +
+		s.IPv4Truncated + s.IPv4BadVersion + s.IPv4BadHeaderLen + s.IPv4BadTotalLen +
+		s.IPv4BadChecksum + s.IPv4BadOptions + s.IPv4Fragments + s.IPv4BadSrc +
+		s.IPv4Broadcast + s.IPv4WrongDst + s.IPv4UnknownProto + s.IPv4TCP + s.NoTCP +
+		s.ICMPTruncated + s.ICMPBadChecksum + s.ICMPEchoRequests + s.ICMPOther
+}

@@ -1,0 +1,189 @@
+package netstack
+
+// tcpState is a connection state of RFC 9293 §3.3.2.
+type tcpState uint8
+
+const (
+	tcpClosed tcpState = iota
+	tcpSynSent
+	tcpSynRcvd
+	tcpEstablished
+	tcpFinWait1
+	tcpFinWait2
+	tcpClosing
+	tcpTimeWait
+	tcpCloseWait
+	tcpLastAck
+)
+
+var tcpStateNames = [...]string{"CLOSED", "SYN-SENT", "SYN-RECEIVED", "ESTABLISHED",
+	"FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "TIME-WAIT", "CLOSE-WAIT", "LAST-ACK"}
+
+func (s tcpState) String() string { return tcpStateNames[s] }
+
+// tcpRange is a byte range [l, r) of sequence space.
+type tcpRange struct{ l, r seqnum }
+
+const (
+	tcpMaxOOO    = 4 // out-of-order ranges held per connection
+	tcpMaxSacked = 4 // peer's SACKed ranges remembered per connection
+)
+
+// tcpConn is one connection (TCB, RFC 9293 §3.3.1). Conns come from the
+// layer's pool and are reused; a conn belongs to one shard. Memory per idle
+// established connection is this struct plus the app's own state: the
+// receive buffer is lent from the pool only while bytes are held, and the
+// send queue is the app's Output. TIME_WAIT keeps only this struct.
+type tcpConn struct {
+	key      tcpKey
+	id       int32 // index in layer.conns
+	heapIdx  int32 // position in the timer heap, -1 if not there
+	state    tcpState
+	passive  bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
+	cookie   bool // established from a SYN cookie
+	tsOK     bool // timestamps negotiated
+	sackOK   bool // SACK negotiated
+	wsOK     bool // window scaling negotiated
+	finPend  bool // peer FIN at rcvFin seen beyond a hole
+	ackNow   bool // send an ACK at the end of this input
+	finSent  bool // our FIN is in sequence space (finSeq)
+	finRcvd  bool // peer's FIN seen at rcvFin (maybe beyond a hole)
+	peerFed  bool // PeerClosed called
+	persist  bool // rtxAt is the persist timer
+	rttOn    bool // rttSeq is being timed
+	recovery bool // in fast recovery (RFC 6582)
+
+	sndWScale, rcvWScale uint8
+	dupAcks              uint8
+	retries              uint8 // RTOs / SYN retransmits / probes in a row
+	keepProbes           uint8
+	segsUnacked          uint8 // in-order data segments not yet ACKed
+
+	mss uint16 // send MSS (peer's MSS option, capped by ours)
+
+	// Send sequence space (RFC 9293 §3.3.1, figure 4).
+	iss, sndUna, sndNxt, sndMax seqnum // sndMax: highest sequence sent + 1
+	sndWl1, sndWl2              seqnum
+	finSeq                      seqnum
+	recover                     seqnum // RFC 6582 recover
+	rtxHigh                     seqnum // highest retransmitted in this recovery
+	rttSeq                      seqnum
+	sndWnd, maxSndWnd           uint32
+	cwnd, ssthresh              uint32
+
+	// Receive sequence space.
+	irs, rcvNxt seqnum
+	appSeq      seqnum // first byte not yet fed to the app; rcvNxt-appSeq bytes are held in rb
+	rcvAdv      seqnum // right edge of the window last advertised
+	rcvFin      seqnum
+	tsRecent    uint32
+	tsOff       uint32
+	ooo         [tcpMaxOOO]tcpRange // out-of-order data held in rb, sorted
+	nooo        uint8
+	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
+	nsacked     uint8
+	lastOOO     uint8 // index in ooo of the range most recently changed (first SACK block)
+	rb          []byte
+	rbHead      int // index in rb of appSeq
+
+	// RTT (RFC 6298), nanoseconds.
+	srtt, rttvar, rto int64
+	rttTime           int64
+
+	// Timers: absolute ns on the layer clock, 0 when off; deadline is the
+	// earliest, the key of the timer heap.
+	rtxAt, ackAt, kaAt, appAt, deadline int64
+
+	app      TCPApp
+	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one
+	ep       TCPEndpoint
+}
+
+// newConn takes a conn from the pool, sets its key and puts it in the table.
+// The caller checked the table has room.
+func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
+	var c *tcpConn
+	if n := len(l.free); n > 0 {
+		c = l.free[n-1]
+		l.free = l.free[:n-1]
+		id := c.id
+		*c = tcpConn{}
+		c.id = id
+	} else {
+		c = &tcpConn{id: int32(len(l.conns))}
+		l.conns = append(l.conns, c)
+	}
+	c.key = k
+	c.heapIdx = -1
+	c.rto = int64(l.cfg.RTOInitial)
+	c.ssthresh = ^uint32(0)
+	l.table.insert(k, c.id)
+	l.stats.Conns++
+	return c
+}
+
+// setState moves c to s, keeping the gauges.
+func (l *tcpLayer) setState(c *tcpConn, s tcpState) {
+	if c.state == tcpSynRcvd {
+		l.stats.SynRcvd--
+	}
+	if c.state == tcpTimeWait {
+		l.stats.TimeWaits--
+	}
+	c.state = s
+	if s == tcpSynRcvd {
+		l.stats.SynRcvd++
+	}
+	if s == tcpTimeWait {
+		l.stats.TimeWaits++
+		// TIME-WAIT keeps only the TCB: app and buffer go now.
+		l.releaseApp(c)
+		l.freeRcvBuf(c)
+	}
+}
+
+func (l *tcpLayer) releaseApp(c *tcpConn) {
+	if c.app != nil && c.ep != nil {
+		c.ep.Release(c.app, l.nowT)
+	}
+	c.app, c.ep, c.appTimer = nil, nil, nil
+	c.appAt = 0
+}
+
+// closeConn deletes c: app released, buffer and timers returned, out of the
+// table, back in the pool.
+func (l *tcpLayer) closeConn(c *tcpConn) {
+	l.setState(c, tcpClosed)
+	l.releaseApp(c)
+	l.freeRcvBuf(c)
+	l.timers.remove(c)
+	l.table.remove(c.key)
+	l.stats.Conns--
+	l.free = append(l.free, c)
+}
+
+// rcvBuf lends c a receive buffer; false when the pool is empty.
+func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
+	if c.rb != nil {
+		return true
+	}
+	if n := len(l.rbufs); n > 0 {
+		c.rb = l.rbufs[n-1]
+		l.rbufs = l.rbufs[:n-1]
+	} else if l.rbufsMade < l.cfg.RcvBufs {
+		c.rb = make([]byte, l.cfg.RcvBuf)
+		l.rbufsMade++
+	} else {
+		return false
+	}
+	c.rbHead = 0
+	return true
+}
+
+func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
+	if c.rb != nil {
+		l.rbufs = append(l.rbufs, c.rb)
+		c.rb = nil
+	}
+	c.nooo = 0
+}

@@ -1,0 +1,397 @@
+package netstack
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// TCPApp is the application end of one TCP connection: the HTTP connection of
+// the native httpd (httpd.Conn has exactly these methods) or a load generator's
+// client. The TCP layer calls it once per segment batch of a connection, not
+// per byte; an interface call there costs a few ns against a segment's
+// hundreds, and it lets server and client sit on the same TCP code.
+//
+// Bytes in: Feed copies from p (the frame, or the reassembly buffer) and
+// returns how many it took; fewer means back-pressure, and TCP keeps the rest
+// and shrinks the advertised window. Bytes out: Output returns the unsent and
+// unacknowledged bytes as immutable slices whose offset 0 is SND.UNA; TCP cuts
+// segments from them (one copy, into the tx frame), keeps them for
+// retransmission and calls Advance with the bytes newly acknowledged. Closing
+// makes TCP send FIN once Output is fully sent; PeerClosed reports the peer's
+// FIN after every byte before it was fed.
+type TCPApp interface {
+	Feed(p []byte, now time.Time) int
+	Output() [][]byte
+	Advance(n int)
+	Closing() bool
+	PeerClosed(now time.Time)
+}
+
+// TCPAppTimer is optional for a TCPApp: an app with timeouts of its own
+// (httpd's header and idle timeouts; httpd.Conn has these methods). TCP reads
+// Deadline after each segment batch it handles for the connection and calls
+// Expire once it has passed; an app that expired reports Closing, and TCP
+// sends its FIN after the remaining output.
+type TCPAppTimer interface {
+	Deadline() time.Time
+	Expire(now time.Time) bool
+}
+
+// TCPEndpoint creates and releases the apps of a listener (or of the
+// connections a client opens). It is set up once, not called per segment.
+type TCPEndpoint interface {
+	// Accept returns the app for a connection that just completed its
+	// handshake, or nil to refuse it (the peer gets a RST).
+	Accept(remote netip.AddrPort, now time.Time) TCPApp
+	// Release is called once when the connection is gone (closed, reset or
+	// timed out, or in TIME_WAIT); app is not used by TCP afterwards.
+	Release(app TCPApp, now time.Time)
+}
+
+// tcpSink is where the layer's segments go: the IPv4 tx path of a Stack, a
+// collector in tests. The layer asks for a buffer, writes the finished
+// segment (checksum included) into it and hands it back, so payload bytes are
+// copied once, from the app's output into the frame.
+type tcpSink interface {
+	// tcpBuf returns a buffer of at least n bytes for a segment from laddr to
+	// raddr, or nil when no tx frame is free (the segment is dropped and
+	// counted; retransmission covers it).
+	tcpBuf(raddr, laddr uint32, n int) []byte
+	// tcpSend submits the first n bytes of the buffer tcpBuf last returned.
+	tcpSend(n int)
+}
+
+// TCPConfig sets up one shard's TCP layer. Zero fields take the defaults noted.
+type TCPConfig struct {
+	Addr       IPv4Addr // our IPv4 address (source of active opens)
+	MaxConns   int      // connections in all states; default 4096. SYNs beyond it are dropped and counted
+	SynBacklog int      // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
+	MSS        uint16   // MSS we announce (MTU-40); default 1460
+	RcvBuf     int      // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
+	RcvBufs    int      // buffers in the shard's pool (lent only while a connection holds bytes); default MaxConns
+	Seed       uint64   // keys the ISN, SYN cookies and table hash; random in production, fixed in tests
+
+	TrustChecksum bool // skip verifying the TCP checksum (the NIC did)
+	NoTimestamps  bool // do not negotiate RFC 7323 timestamps
+	NoSACK        bool // do not negotiate SACK
+	NoWScale      bool // do not negotiate window scaling
+
+	RTOInitial   time.Duration // default 1 s (RFC 6298 2.1)
+	RTOMin       time.Duration // default 200 ms (Linux; RFC 6298 says 1 s)
+	RTOMax       time.Duration // default 60 s
+	Retries      int           // RTOs in a row before abort; default 8
+	SynRetries   int           // SYN / SYN-ACK retransmissions; default 5
+	DelayedAck   time.Duration // default 40 ms
+	TimeWait     time.Duration // 2MSL; default 60 s
+	FinWait2     time.Duration // orphaned FIN_WAIT_2 timeout; default 60 s
+	KeepIdle     time.Duration // keep-alive after this much silence; 0: off
+	KeepInterval time.Duration // between keep-alive probes; default 10 s
+	KeepCount    int           // unanswered probes before abort; default 5
+
+	// Ephemeral port range for Connect (default 32768-60999) and a filter that
+	// keeps only ports whose RSS queue is this shard's (nil: all).
+	PortLo, PortHi uint16
+	PortFilter     func(port uint16) bool
+}
+
+func (c *TCPConfig) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 4096
+	}
+	if c.SynBacklog <= 0 {
+		c.SynBacklog = max(c.MaxConns/4, 1)
+	}
+	if c.MSS == 0 {
+		c.MSS = 1460
+	}
+	if c.RcvBuf <= 0 {
+		c.RcvBuf = 64 << 10
+	}
+	c.RcvBuf = min(c.RcvBuf, 1<<30)
+	if c.RcvBufs <= 0 {
+		c.RcvBufs = c.MaxConns
+	}
+	def(&c.RTOInitial, time.Second)
+	def(&c.RTOMin, 200*time.Millisecond)
+	def(&c.RTOMax, 60*time.Second)
+	def(&c.DelayedAck, 40*time.Millisecond)
+	def(&c.TimeWait, 60*time.Second)
+	def(&c.FinWait2, 60*time.Second)
+	def(&c.KeepInterval, 10*time.Second)
+	if c.Retries <= 0 {
+		c.Retries = 8
+	}
+	if c.SynRetries <= 0 {
+		c.SynRetries = 5
+	}
+	if c.KeepCount <= 0 {
+		c.KeepCount = 5
+	}
+	if c.PortLo == 0 || c.PortHi < c.PortLo {
+		c.PortLo, c.PortHi = 32768, 60999
+	}
+}
+
+// TCPStats are one shard's TCP counters. Every dropped segment is counted in
+// exactly one of the *Drop counters or answered by a counted RST or ACK.
+type TCPStats struct {
+	InSegs, OutSegs uint64
+	Retransmits     uint64 // data, SYN, SYN-ACK or FIN segments sent again
+
+	HeaderDrop   uint64 // truncated header or bad data offset
+	ChecksumDrop uint64
+	OptionDrop   uint64 // malformed options
+	NoPortRST    uint64 // segment to a port nobody listens on, answered by RST
+	NoConnDrop   uint64 // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
+	TableFull    uint64 // SYN dropped: MaxConns reached
+	TxNoBuf      uint64 // segment not sent: no tx frame
+
+	PassiveOpens, ActiveOpens uint64
+	AcceptRefused             uint64 // Accept returned nil: RST
+	SynCookiesSent            uint64
+	SynCookiesOK              uint64
+	SynCookiesBad             uint64 // ACK to a listener with no valid cookie: RST
+	SynRcvdTimeout            uint64 // SYN-ACK retries exhausted
+	SynSentTimeout            uint64 // SYN retries exhausted
+
+	OutOfWindow    uint64 // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
+	ChallengeACKs  uint64 // RFC 5961 challenge ACKs sent
+	ChallengeLimit uint64 // challenge ACKs suppressed by the rate limit
+	AckTooNew      uint64 // ACK for data not sent: ACK back, drop
+	AckTooOld      uint64 // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
+	ResetsIn       uint64 // acceptable RSTs that closed a connection
+	ResetsOut      uint64
+	PAWSDrop       uint64 // RFC 7323 PAWS rejected
+	NoAckDrop      uint64 // segment without ACK in a synchronized state
+
+	OOOSegs     uint64 // out-of-order segments queued
+	OOODrop     uint64 // out-of-order segments not queued (range table or buffer pool full)
+	RcvBufEmpty uint64 // bytes refused because the buffer pool was empty
+	DupSegs     uint64 // segments entirely duplicate
+
+	RTOTimeouts     uint64
+	RTOAborts       uint64 // Retries exhausted: RST
+	FastRetransmits uint64
+	SACKSkipped     uint64 // bytes not retransmitted because SACKed
+	PersistProbes   uint64
+	KeepProbes      uint64
+	KeepAborts      uint64
+	FinWait2Timeout uint64
+	DelayedAcks     uint64 // ACKs sent by the delayed-ACK timer
+	TimeWaitDone    uint64
+
+	Conns, SynRcvd, TimeWaits int // gauges
+}
+
+// tcpListener is one listening port.
+type tcpListener struct {
+	port uint16
+	ep   TCPEndpoint
+}
+
+// tcpLayer is one shard's TCP: listeners, the connection table, timers and
+// buffers. Owned by one shard; not safe for concurrent use. It reads no
+// clock: every entry point takes now.
+type tcpLayer struct {
+	cfg   TCPConfig
+	sec   tcpSecrets
+	sink  tcpSink
+	epoch time.Time // time 0 of the layer's int64 nanosecond clock
+	now   int64     // ns since epoch, of the current entry point
+	nowT  time.Time // the same as a time.Time, for apps
+
+	listeners []tcpListener
+	table     tcpTable
+	conns     []*tcpConn // every conn ever made, index = conn.id
+	free      []*tcpConn
+	timers    tcpHeap
+	rbufs     [][]byte // free receive buffers
+	rbufsMade int
+	nextPort  uint16
+
+	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
+	challengeSec   int64
+	challengeCount int
+
+	stats TCPStats
+}
+
+const tcpChallengeLimit = 1000
+
+// Errors of the setup and active-open API.
+var (
+	ErrTCPPortInUse = errors.New("tcp: port already has a listener")
+	ErrTCPNoPort    = errors.New("tcp: no free ephemeral port (widen PortLo-PortHi or the port filter)")
+	ErrTCPTableFull = errors.New("tcp: connection table full (raise MaxConns)")
+)
+
+func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
+	cfg.setDefaults()
+	l := &tcpLayer{
+		cfg:      cfg,
+		sec:      newTCPSecrets(cfg.Seed),
+		sink:     sink,
+		nowT:     now,
+		nextPort: cfg.PortLo,
+	}
+	if !now.IsZero() {
+		l.setNow(now)
+	}
+	l.table.init(cfg.MaxConns, l.sec.table)
+	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
+	return l
+}
+
+// Stats returns the layer's counters.
+func (l *tcpLayer) Stats() TCPStats { return l.stats }
+
+func (l *tcpLayer) setNow(now time.Time) {
+	if l.epoch.IsZero() {
+		l.epoch = now.Add(-1) // the clock starts at 1: a timer at 0 means off
+	}
+	l.nowT = now
+	l.now = int64(now.Sub(l.epoch))
+}
+
+// listen starts accepting connections on port.
+func (l *tcpLayer) listen(port uint16, ep TCPEndpoint) error {
+	if l.listener(port) != nil {
+		return ErrTCPPortInUse
+	}
+	l.listeners = append(l.listeners, tcpListener{port: port, ep: ep})
+	return nil
+}
+
+func (l *tcpLayer) listener(port uint16) *tcpListener {
+	for i := range l.listeners {
+		if l.listeners[i].port == port {
+			return &l.listeners[i]
+		}
+	}
+	return nil
+}
+
+func ip4(a [4]byte) uint32 {
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+}
+
+func ip4Addr(a uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
+}
+
+// connect opens a connection to raddr:rport from an ephemeral port that
+// passes the port filter; app gets the bytes and ep.Release is called when
+// it is gone.
+func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) error {
+	l.setNow(now)
+	if l.table.n >= l.cfg.MaxConns {
+		return ErrTCPTableFull
+	}
+	k := tcpKey{raddr: ip4(raddr), laddr: ip4(l.cfg.Addr), rport: rport}
+	span := int(l.cfg.PortHi-l.cfg.PortLo) + 1
+	for i := 0; i < span; i++ {
+		p := l.nextPort
+		l.nextPort++
+		if l.nextPort > l.cfg.PortHi || l.nextPort < l.cfg.PortLo {
+			l.nextPort = l.cfg.PortLo
+		}
+		if l.cfg.PortFilter != nil && !l.cfg.PortFilter(p) {
+			continue
+		}
+		k.lport = p
+		if l.table.lookup(k) >= 0 {
+			continue
+		}
+		c := l.newConn(k)
+		c.app, c.ep = app, ep
+		c.appTimer, _ = app.(TCPAppTimer)
+		c.state = tcpSynSent
+		c.iss = l.sec.isnFor(k, l.now)
+		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
+		c.recover = c.iss
+		c.tsOff = uint32(c.iss) * 2654435761
+		c.mss = l.cfg.MSS
+		// What we offer; synSent keeps what the SYN-ACK agrees to.
+		c.wsOK, c.sackOK, c.tsOK = !l.cfg.NoWScale, !l.cfg.NoSACK, !l.cfg.NoTimestamps
+		for c.wsOK && uint32(l.cfg.RcvBuf)>>c.rcvWScale > 65535 {
+			c.rcvWScale++
+		}
+		c.appSeq, c.rcvAdv = 0, 0
+		l.stats.ActiveOpens++
+		// The SYN goes out from the timer at the next poll: a Stack can
+		// only transmit inside Poll.
+		c.rtxAt = l.now
+		l.schedule(c)
+		return nil
+	}
+	return ErrTCPNoPort
+}
+
+// input takes one TCP segment (the IPv4 payload) from src to dst.
+func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
+	l.setNow(now)
+	l.stats.InSegs++
+	t := TCP(seg)
+	if !t.Valid() {
+		l.stats.HeaderDrop++
+		return
+	}
+	s, d := ip4(src), ip4(dst)
+	if !l.cfg.TrustChecksum && tcpChecksum(s, d, seg) != 0 {
+		l.stats.ChecksumDrop++
+		return
+	}
+	var f TCPFields
+	if !f.Decode(t) {
+		l.stats.OptionDrop++
+		return
+	}
+	k := tcpKey{raddr: s, laddr: d, rport: f.SrcPort, lport: f.DstPort}
+	if i := l.table.lookup(k); i >= 0 {
+		c := l.conns[i]
+		l.segment(c, &f, t.Payload())
+		if c.state != tcpClosed {
+			l.appDeadline(c)
+			l.schedule(c)
+		}
+		return
+	}
+	l.noConn(k, &f, t.Payload())
+}
+
+// poll runs the timers that are due and returns the next deadline (zero when
+// no timer is armed).
+func (l *tcpLayer) poll(now time.Time) time.Time {
+	l.setNow(now)
+	for len(l.timers.h) > 0 {
+		c := l.timers.h[0]
+		if c.deadline > l.now {
+			return l.epoch.Add(time.Duration(c.deadline))
+		}
+		l.fire(c)
+		if c.state != tcpClosed {
+			l.schedule(c)
+		}
+	}
+	return time.Time{}
+}
+
+// appDeadline arms the app timer from the app's own deadline.
+func (l *tcpLayer) appDeadline(c *tcpConn) {
+	if c.appTimer == nil || c.app == nil {
+		c.appAt = 0
+		return
+	}
+	d := c.appTimer.Deadline()
+	if d.IsZero() {
+		c.appAt = 0
+		return
+	}
+	c.appAt = max(int64(d.Sub(l.epoch)), 1)
+}

@@ -1,0 +1,365 @@
+package netstack
+
+// Segment output. Every segment of a connection goes through emit, which
+// fills the ACK, window, timestamp and SACK fields from the TCB, copies the
+// payload once from the app's output slices into the tx buffer and
+// checksums it.
+
+// rcvWindow returns the window field to advertise (scaled unless syn) and
+// records the right edge, with receiver-side SWS avoidance (RFC 9293
+// 3.8.6.2.2): the right edge moves only in steps of min(RcvBuf/2, MSS).
+func (l *tcpLayer) rcvWindow(c *tcpConn, syn bool) uint16 {
+	w := uint32(l.cfg.RcvBuf)
+	edge := c.appSeq.add(w)
+	step := min(w/2, uint32(l.cfg.MSS))
+	if c.rcvAdv.geq(c.rcvNxt) && c.rcvAdv.leq(edge) && edge.lt(c.rcvAdv.add(step)) {
+		edge = c.rcvAdv
+	}
+	space := uint32(0)
+	if edge.gt(c.rcvNxt) {
+		space = edge.diff(c.rcvNxt)
+	}
+	if syn {
+		return uint16(min(space, 65535))
+	}
+	field := min(space>>c.rcvWScale, 65535)
+	if e := c.rcvNxt.add(field << c.rcvWScale); e.gt(c.rcvAdv) {
+		c.rcvAdv = e
+	}
+	return uint16(field)
+}
+
+func (l *tcpLayer) tsNow(c *tcpConn) uint32 { return uint32(l.now/1e6) + c.tsOff }
+
+// emit sends one segment of c: f carries flags, seq and any SYN options;
+// n payload bytes come from bufs at offset off. It reports whether the
+// segment went out (false: no tx buffer, counted).
+func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) bool {
+	f.SrcPort, f.DstPort = c.key.lport, c.key.rport
+	if f.Flags&TCPFlagACK != 0 {
+		f.Ack = uint32(c.rcvNxt)
+	}
+	f.Window = l.rcvWindow(c, f.Flags&TCPFlagSYN != 0)
+	if c.tsOK {
+		f.HasTimestamp, f.TSVal, f.TSEcr = true, l.tsNow(c), c.tsRecent
+	}
+	if c.sackOK && c.nooo > 0 && f.Flags&TCPFlagSYN == 0 {
+		limit := 4
+		if c.tsOK {
+			limit = 3
+		}
+		f.SACK[0] = TCPSACKBlock{uint32(c.ooo[c.lastOOO].l), uint32(c.ooo[c.lastOOO].r)}
+		f.NSACK = 1
+		for i := 0; i < int(c.nooo) && f.NSACK < limit; i++ {
+			if i != int(c.lastOOO) {
+				f.SACK[f.NSACK] = TCPSACKBlock{uint32(c.ooo[i].l), uint32(c.ooo[i].r)}
+				f.NSACK++
+			}
+		}
+	}
+	hl := f.HeaderLen()
+	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
+		// The segment must fit the MTU (MSS + 40): SACK blocks yield to data.
+		f.NSACK--
+		hl = f.HeaderLen()
+	}
+	b := l.sink.tcpBuf(c.key.raddr, c.key.laddr, hl+n)
+	if b == nil {
+		l.stats.TxNoBuf++
+		return false
+	}
+	f.Encode(b)
+	copyOut(b[hl:hl+n], bufs, off)
+	TCP(b[:hl+n]).SetChecksum(tcpChecksum(c.key.laddr, c.key.raddr, b[:hl+n]))
+	l.sink.tcpSend(hl + n)
+	l.stats.OutSegs++
+	if f.Flags&TCPFlagACK != 0 {
+		c.ackNow = false
+		c.ackAt = 0
+		c.segsUnacked = 0
+	}
+	return true
+}
+
+// copyOut fills dst from the concatenation of bufs starting at offset off.
+func copyOut(dst []byte, bufs [][]byte, off int) {
+	for _, b := range bufs {
+		if len(dst) == 0 {
+			return
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		k := copy(dst, b[off:])
+		dst = dst[k:]
+		off = 0
+	}
+}
+
+// emitRaw sends a segment that belongs to no connection (RST, cookie SYN-ACK).
+func (l *tcpLayer) emitRaw(k tcpKey, f *TCPFields) {
+	f.SrcPort, f.DstPort = k.lport, k.rport
+	hl := f.HeaderLen()
+	b := l.sink.tcpBuf(k.raddr, k.laddr, hl)
+	if b == nil {
+		l.stats.TxNoBuf++
+		return
+	}
+	f.Encode(b)
+	TCP(b[:hl]).SetChecksum(tcpChecksum(k.laddr, k.raddr, b[:hl]))
+	l.sink.tcpSend(hl)
+	l.stats.OutSegs++
+}
+
+// resetFor answers a segment that has no acceptable connection, RFC 9293
+// 3.10.7.1: "If the ACK bit is off, sequence number zero is used,
+// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on,
+// <SEQ=SEG.ACK><CTL=RST>".
+func (l *tcpLayer) resetFor(k tcpKey, in *TCPFields, n int) {
+	var f TCPFields
+	if in.Flags&TCPFlagACK != 0 {
+		f.Seq, f.Flags = in.Ack, TCPFlagRST
+	} else {
+		n += int(in.Flags & TCPFlagSYN >> 1)
+		n += int(in.Flags & TCPFlagFIN)
+		f.Ack, f.Flags = in.Seq+uint32(n), TCPFlagRST|TCPFlagACK
+	}
+	l.stats.ResetsOut++
+	l.emitRaw(k, &f)
+}
+
+// sendReset aborts c towards the peer: <SEQ=SND.NXT><CTL=RST>.
+func (l *tcpLayer) sendReset(c *tcpConn) {
+	f := TCPFields{Seq: uint32(c.sndMax), Flags: TCPFlagRST}
+	l.stats.ResetsOut++
+	l.emitRaw(c.key, &f)
+}
+
+// sendSyn sends our SYN (active open) or SYN-ACK with the options negotiated.
+func (l *tcpLayer) sendSyn(c *tcpConn, ack bool) {
+	f := TCPFields{Seq: uint32(c.iss), Flags: TCPFlagSYN, MSS: l.cfg.MSS}
+	if ack {
+		f.Flags |= TCPFlagACK
+	}
+	if c.wsOK {
+		f.HasWScale, f.WScale = true, c.rcvWScale
+	}
+	f.SACKPermitted = c.sackOK
+	l.emit(c, &f, nil, 0, 0)
+	c.sndNxt = c.iss.add(1)
+	c.sndMax = c.sndNxt
+	c.rtxAt = l.now + c.rto
+	if c.retries == 0 {
+		c.rttOn, c.rttSeq, c.rttTime = true, c.iss, l.now
+	}
+}
+
+// sendAck sends a bare ACK: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>.
+func (l *tcpLayer) sendAck(c *tcpConn) {
+	f := TCPFields{Seq: uint32(c.sndNxt), Flags: TCPFlagACK}
+	l.emit(c, &f, nil, 0, 0)
+}
+
+// sendProbe sends a keep-alive or zero-window probe: an ACK one byte
+// before SND.UNA, which the peer must answer with an ACK (RFC 9293 3.8.4).
+func (l *tcpLayer) sendProbe(c *tcpConn) {
+	f := TCPFields{Seq: uint32(c.sndUna - 1), Flags: TCPFlagACK}
+	l.emit(c, &f, nil, 0, 0)
+}
+
+// challengeAck sends an RFC 5961 challenge ACK, at most tcpChallengeLimit
+// per second per shard (RFC 5961 §7).
+func (l *tcpLayer) challengeAck(c *tcpConn) {
+	if sec := l.now / 1e9; sec != l.challengeSec {
+		l.challengeSec, l.challengeCount = sec, 0
+	}
+	if l.challengeCount >= tcpChallengeLimit {
+		l.stats.ChallengeLimit++
+		return
+	}
+	l.challengeCount++
+	l.stats.ChallengeACKs++
+	l.sendAck(c)
+}
+
+// sendQueue returns the app's output and where its data ends in sequence
+// space, and whether a FIN follows it.
+func (l *tcpLayer) sendQueue(c *tcpConn) (bufs [][]byte, end seqnum, fin bool) {
+	total := 0
+	if c.app != nil {
+		bufs = c.app.Output()
+		for _, b := range bufs {
+			total += len(b)
+		}
+	}
+	end = c.sndUna.add(uint32(total))
+	if c.finSent {
+		if c.sndUna.gt(c.finSeq) {
+			return nil, c.sndUna, false // FIN acknowledged: nothing left
+		}
+		end = seqMin(end, c.finSeq)
+		return bufs, end, true
+	}
+	fin = c.app == nil || c.app.Closing()
+	return bufs, end, fin
+}
+
+// output sends what c may send now: new or retransmitted data within the
+// congestion and send windows, FIN after the data when the app is closing,
+// and an ACK if one is owed and nothing else carried it.
+func (l *tcpLayer) output(c *tcpConn) {
+	sent := false
+	switch c.state {
+	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+		sent = l.sendData(c)
+	}
+	if c.ackNow && !sent {
+		l.sendAck(c)
+	}
+	if c.segsUnacked > 0 && c.ackAt == 0 {
+		// RFC 9293 3.8.6.3 / RFC 1122 4.2.3.2: delay an ACK at most
+		// 0.5 s; ACK at least every second full-sized segment.
+		c.ackAt = l.now + int64(l.cfg.DelayedAck)
+	}
+}
+
+func (l *tcpLayer) sendData(c *tcpConn) bool {
+	bufs, dataEnd, fin := l.sendQueue(c)
+	sent := false
+	for {
+		seq := c.sndNxt
+		if seq.lt(c.sndMax) {
+			seq = l.skipSacked(c, seq)
+			c.sndNxt = seq
+		}
+		if seq.lt(dataEnd) {
+			wndEnd := c.sndUna.add(min(c.sndWnd, c.cwnd))
+			if !seq.lt(wndEnd) {
+				break
+			}
+			left := dataEnd.diff(seq)
+			n := min(uint32(c.mss), left, wndEnd.diff(seq))
+			// Sender SWS avoidance (RFC 9293 3.8.6.2.1): no runt the
+			// window cut short while data is in flight.
+			if n < uint32(c.mss) && n < left && c.sndMax != c.sndUna {
+				break
+			}
+			if seq.lt(c.sndMax) {
+				n = l.clipSacked(c, seq, n)
+			}
+			if !l.emitAt(c, seq, n, bufs, dataEnd, fin) {
+				l.txFailed(c)
+				break
+			}
+			sent = true
+			continue
+		}
+		if fin && seq == dataEnd {
+			// FIN alone after all data (RFC 9293 3.10.4 CLOSE).
+			if !l.emitAt(c, seq, 0, bufs, dataEnd, fin) {
+				l.txFailed(c)
+				break
+			}
+			sent = true
+		}
+		break
+	}
+	if !sent && c.sndMax == c.sndUna && c.sndNxt.lt(dataEnd) && c.sndWnd == 0 && c.rtxAt == 0 {
+		// Zero window, nothing in flight: persist timer (RFC 9293 3.8.6.1).
+		c.persist = true
+		c.rtxAt = l.now + c.rto
+	}
+	return sent
+}
+
+// emitAt sends n data bytes at seq (n may be 0 for a bare FIN), with PSH at
+// the end of the data and FIN after it when fin, and advances SND.NXT.
+func (l *tcpLayer) emitAt(c *tcpConn, seq seqnum, n uint32, bufs [][]byte, dataEnd seqnum, fin bool) bool {
+	f := TCPFields{Seq: uint32(seq), Flags: TCPFlagACK}
+	end := seq.add(n)
+	if end == dataEnd {
+		if n > 0 {
+			f.Flags |= TCPFlagPSH
+		}
+		if fin {
+			f.Flags |= TCPFlagFIN
+		}
+	}
+	if !l.emit(c, &f, bufs, int(seq.diff(c.sndUna)), int(n)) {
+		return false
+	}
+	if f.Flags&TCPFlagFIN != 0 {
+		if !c.finSent {
+			c.finSent, c.finSeq = true, end
+			switch c.state {
+			case tcpEstablished:
+				l.setState(c, tcpFinWait1)
+			case tcpCloseWait:
+				l.setState(c, tcpLastAck)
+			}
+		}
+		end++
+	}
+	if seq.lt(c.sndMax) {
+		l.stats.Retransmits++
+	} else if !c.rttOn {
+		c.rttOn, c.rttSeq, c.rttTime = true, seq, l.now
+	}
+	if end.gt(c.sndNxt) || seq == c.sndNxt {
+		c.sndNxt = end
+	}
+	c.sndMax = seqMax(c.sndMax, end)
+	l.armRTO(c)
+	return true
+}
+
+// retransmitAt resends one segment at seq without moving SND.NXT (fast
+// retransmit, NewReno partial ACK, SACK hole).
+func (l *tcpLayer) retransmitAt(c *tcpConn, seq seqnum) {
+	bufs, dataEnd, fin := l.sendQueue(c)
+	if !seq.lt(dataEnd) && !(fin && seq == dataEnd) {
+		return
+	}
+	n := min(uint32(c.mss), dataEnd.diff(seq))
+	n = l.clipSacked(c, seq, n)
+	nxt := c.sndNxt
+	l.emitAt(c, seq, n, bufs, dataEnd, fin)
+	c.sndNxt = seqMax(nxt, c.sndNxt)
+	if seq.lt(nxt) {
+		c.sndNxt = nxt
+	}
+	c.rttOn = false // Karn
+}
+
+// skipSacked moves seq past any range the peer has SACKed (RFC 6675: do
+// not retransmit SACKed data).
+func (l *tcpLayer) skipSacked(c *tcpConn, seq seqnum) seqnum {
+	for i := 0; i < int(c.nsacked); i++ {
+		r := c.sacked[i]
+		if seq.geq(r.l) && seq.lt(r.r) {
+			l.stats.SACKSkipped += uint64(r.r.diff(seq))
+			seq = r.r
+		}
+	}
+	return seq
+}
+
+// clipSacked shortens [seq, seq+n) to end where a SACKed range begins.
+func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
+	for i := 0; i < int(c.nsacked); i++ {
+		if r := c.sacked[i]; r.l.gt(seq) && r.l.lt(seq.add(n)) {
+			n = r.l.diff(seq)
+		}
+	}
+	return n
+}
+
+// txFailed makes sure a segment that found no tx frame is tried again: the
+// RTO timer, which retries without backoff when nothing is in flight.
+func (l *tcpLayer) txFailed(c *tcpConn) {
+	if c.rtxAt == 0 || c.persist {
+		c.persist = false
+		c.rtxAt = l.now + c.rto
+	}
+}

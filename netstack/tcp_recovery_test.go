@@ -1,0 +1,207 @@
+package netstack
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// data returns n bytes of a recognisable pattern.
+func pattern(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteByte("abcdefghijklmnopqrstuvwxyz"[i%26])
+	}
+	return b.String()
+}
+
+// RFC 6298: RTO with backoff (1 s, 2 s, 4 s ...), go-back-N, collapsed
+// cwnd, and an abort with RST after Retries.
+func TestTCPRTOBackoffAbort(t *testing.T) {
+	cfg := tcpTestConfig()
+	cfg.Retries = 3
+	x := newTCPTest(t, cfg)
+	c, app := x.establish()
+	d := pattern(2000)
+	app.write(d)
+	x.kick(c)
+	x.expect(
+		seg{TCPFields: fl(A, 1001, 5001, 32768), data: d[:1460]},
+		seg{TCPFields: fl(PA, 2461, 5001, 32768), data: d[1460:]},
+	)
+	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		x.advance(wait - time.Millisecond)
+		x.expectNothing()
+		x.advance(time.Millisecond)
+		// cwnd is one segment: only the first goes again.
+		x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768), data: d[:1460]})
+		if c.cwnd != 1460 || c.ssthresh != 2920 || c.retries != uint8(i+1) {
+			t.Fatalf("cwnd %d ssthresh %d retries %d", c.cwnd, c.ssthresh, c.retries)
+		}
+	}
+	x.advance(8 * time.Second)
+	x.expect(seg{TCPFields: fl(R, 3001, 0, 0)}) // <SEQ=SND.NXT><CTL=RST>
+	x.state(tcpClosed)
+	if st := x.stats(); st.RTOTimeouts != 4 || st.RTOAborts != 1 || st.Retransmits != 3 || x.ep.released != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// After an RTO the ACK of the retransmission resumes sending in slow
+// start; Karn: no RTT sample from the retransmitted segment.
+func TestTCPRTORecovery(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	d := pattern(2000)
+	app.write(d)
+	x.kick(c)
+	x.recv()
+	x.advance(time.Second)
+	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768), data: d[:1460]})
+	x.advance(100 * time.Millisecond)
+	x.send(seg{TCPFields: fl(A, 5001, 2461, 65535)})
+	// The second segment was sent before the RTO: go-back-N sends it again.
+	x.expect(seg{TCPFields: fl(PA, 2461, 5001, 32768), data: d[1460:]})
+	if c.srtt != 0 || c.rto != int64(2*time.Second) {
+		t.Fatalf("srtt %v rto %v: Karn violated", time.Duration(c.srtt), time.Duration(c.rto))
+	}
+	x.send(seg{TCPFields: fl(A, 5001, 3001, 65535)})
+	if c.rtxAt != 0 || app.advanced != 2000 {
+		t.Fatal("not all acked")
+	}
+}
+
+// RFC 6298 RTT estimator from clean samples.
+func TestTCPRTTEstimator(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	x.l.rttSample(c, int64(100*time.Millisecond))
+	if c.srtt != int64(100*time.Millisecond) || c.rttvar != int64(50*time.Millisecond) || c.rto != int64(300*time.Millisecond) {
+		t.Fatalf("first: srtt %d rttvar %d rto %d", c.srtt, c.rttvar, c.rto)
+	}
+	x.l.rttSample(c, int64(200*time.Millisecond))
+	// RTTVAR = 3/4*50 + 1/4*100 = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5
+	if c.rttvar != 62500000 || c.srtt != 112500000 || c.rto != 112500000+4*62500000 {
+		t.Fatalf("second: srtt %d rttvar %d rto %d", c.srtt, c.rttvar, c.rto)
+	}
+	x.l.rttSample(c, int64(time.Microsecond))
+	for i := 0; i < 50; i++ {
+		x.l.rttSample(c, int64(time.Microsecond))
+	}
+	if c.rto != int64(200*time.Millisecond) {
+		t.Fatalf("RTOMin not applied: %d", c.rto)
+	}
+}
+
+// sendFlight writes n full segments and returns the data, with the
+// segments collected.
+func sendFlight(x *tcpTest, c *tcpConn, app *testApp, n int) string {
+	d := pattern(1460 * n)
+	app.write(d)
+	c.cwnd = uint32(1460 * n)
+	x.kick(c)
+	if got := len(x.recv()); got != n {
+		x.t.Fatalf("%d segments in flight, want %d", got, n)
+	}
+	return d
+}
+
+// RFC 5681 fast retransmit on the third duplicate ACK, NewReno (RFC 6582)
+// partial ACK retransmits the next hole, the full ACK ends recovery.
+func TestTCPFastRetransmitNewReno(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	d := sendFlight(x, c, app, 6)
+	seq := func(i int) uint32 { return 1001 + uint32(1460*i) }
+	// Segments 0 and 2 lost: the peer ACKs segment 1 as a dup, then 3, 4, 5.
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)})
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)})
+	x.expectNothing()
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)})
+	x.expect(seg{TCPFields: fl(A, seq(0), 5001, 32768), data: d[:1460]})
+	if !c.recovery || c.ssthresh != 3*1460 || c.cwnd != 6*1460 {
+		t.Fatalf("recovery %v ssthresh %d cwnd %d", c.recovery, c.ssthresh, c.cwnd)
+	}
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)}) // inflate
+	x.expectNothing()
+	// Partial ACK (up to segment 2): retransmit segment 2 at once.
+	x.send(seg{TCPFields: fl(A, 5001, seq(2), 65535)})
+	x.expect(seg{TCPFields: fl(A, seq(2), 5001, 32768), data: d[2*1460 : 3*1460]})
+	if !c.recovery {
+		t.Fatal("left recovery on a partial ACK")
+	}
+	// Full ACK: recovery ends, cwnd = min(ssthresh, flight+MSS).
+	x.send(seg{TCPFields: fl(A, 5001, seq(6), 65535)})
+	x.expectNothing()
+	if c.recovery || c.cwnd != 2*1460 || app.advanced != 6*1460 {
+		t.Fatalf("recovery %v cwnd %d advanced %d", c.recovery, c.cwnd, app.advanced)
+	}
+	if st := x.stats(); st.FastRetransmits != 1 || st.Retransmits != 2 || st.RTOTimeouts != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// SACK: after an RTO, go-back-N skips the ranges the peer SACKed; fast
+// recovery retransmits holes below the highest SACKed byte only.
+func TestTCPSACKRetransmit(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	d := sendFlight(x, c, app, 5)
+	seq := func(i int) uint32 { return 1001 + uint32(1460*i) }
+	// Segments 0 and 2 lost; 1, 3, 4 SACKed.
+	for _, blocks := range [][]TCPSACKBlock{
+		{{seq(1), seq(2)}},
+		{{seq(3), seq(4)}, {seq(1), seq(2)}},
+		{{seq(3), seq(5)}, {seq(1), seq(2)}},
+	} {
+		f := fl(A, 5001, 1001, 65535)
+		f.NSACK = copy(f.SACK[:], blocks)
+		x.send(seg{TCPFields: f})
+	}
+	// Third dup ACK: segment 0 again, and the hole at segment 2.
+	x.expect(seg{TCPFields: fl(A, seq(0), 5001, 32768), data: d[:1460]})
+	f := fl(A, 5001, 1001, 65535)
+	f.NSACK, f.SACK[0], f.SACK[1] = 2, TCPSACKBlock{seq(3), seq(5)}, TCPSACKBlock{seq(1), seq(2)}
+	x.send(seg{TCPFields: f})
+	x.expect(seg{TCPFields: fl(A, seq(2), 5001, 32768), data: d[2*1460 : 3*1460]})
+	x.send(seg{TCPFields: f})
+	x.expectNothing() // no hole left below the highest SACKed byte
+	// RTO now: go-back-N resends 0 and 2 only, never the SACKed 1, 3, 4.
+	c.cwnd = 10 * 1460
+	x.advance(time.Second)
+	got := x.recv()
+	if len(got) != 1 || got[0].Seq != seq(0) {
+		t.Fatalf("after RTO sent %v", got)
+	}
+	x.send(seg{TCPFields: fl(A, 5001, seq(1), 65535)})
+	x.expect(seg{TCPFields: fl(A, seq(2), 5001, 32768), data: d[2*1460 : 3*1460]})
+	x.send(seg{TCPFields: fl(A, 5001, seq(5), 65535)})
+	x.expectNothing()
+	if x.stats().SACKSkipped == 0 || app.advanced != 5*1460 {
+		t.Fatalf("stats %+v", x.stats())
+	}
+}
+
+// Sequence numbers wrap at 2^32: data, ACKs and reassembly across the wrap.
+func TestTCPSeqWrap(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	var iss, irs uint32 = 0xFFFFFF00, 0xFFFFFFF0
+	c.iss, c.sndUna, c.sndNxt, c.sndMax, c.recover = seqnum(iss-1), seqnum(iss), seqnum(iss), seqnum(iss), seqnum(iss-1)
+	c.sndWl1, c.sndWl2 = seqnum(irs), seqnum(iss)
+	c.irs, c.rcvNxt, c.appSeq = seqnum(irs-1), seqnum(irs), seqnum(irs)
+	c.rcvAdv = c.rcvNxt.add(32768)
+	d := pattern(1000)
+	app.write(d)
+	x.kick(c)
+	x.expect(seg{TCPFields: fl(PA, iss, irs, 32768), data: d})
+	// Out of order across the wrap, then the hole.
+	x.send(seg{TCPFields: fl(A, irs+16, iss, 65535), data: "0123456789"}) // seq 0
+	x.expect(seg{TCPFields: fl(A, iss+1000, irs, 32768)})
+	x.send(seg{TCPFields: fl(A, irs, iss+1000, 65535), data: pattern(16)})
+	x.expect(seg{TCPFields: fl(A, iss+1000, 10, 32768-26)})
+	if app.received() != pattern(16)+"0123456789" || app.advanced != 1000 || c.rtxAt != 0 {
+		t.Fatalf("app %q advanced %d", app.received(), app.advanced)
+	}
+}

@@ -1,0 +1,99 @@
+package netstack
+
+import (
+	"errors"
+	"time"
+)
+
+// The hookup of the TCP layer into a Stack: setup calls, and the sink that
+// puts segments into IPv4 frames. Stack holds one *tcpLayer (nil until
+// EnableTCP); ipv4Input hands protocol 6 to tcpInput, Poll calls tcpPoll.
+
+var errTCPOff = errors.New("netstack: TCP not enabled: call EnableTCP first")
+
+// EnableTCP sets up the stack's TCP layer. Call once, before the shard
+// starts polling; cfg.Addr is the stack's address, and the stack's
+// TrustRxChecksums also skips TCP checksum verification.
+func (s *Stack) EnableTCP(cfg TCPConfig) {
+	cfg.Addr = s.cfg.Addr
+	cfg.TrustChecksum = cfg.TrustChecksum || s.cfg.TrustRxChecksums
+	s.tcp = newTCPLayer(cfg, &stackTCPSink{s: s}, time.Time{})
+}
+
+// ListenTCP accepts connections on port; ep makes and releases their apps.
+func (s *Stack) ListenTCP(port uint16, ep TCPEndpoint) error {
+	if s.tcp == nil {
+		return errTCPOff
+	}
+	return s.tcp.listen(port, ep)
+}
+
+// ConnectTCP opens a connection to dst:port from an ephemeral port that
+// passes TCPConfig.PortFilter; the SYN goes out in the next Poll. app gets
+// the bytes; ep.Release is called when the connection is gone.
+func (s *Stack) ConnectTCP(now time.Time, dst IPv4Addr, port uint16, app TCPApp, ep TCPEndpoint) error {
+	if s.tcp == nil {
+		return errTCPOff
+	}
+	return s.tcp.connect(now, dst, port, app, ep)
+}
+
+// TCPStats returns the TCP layer's counters (zero when TCP is off).
+func (s *Stack) TCPStats() TCPStats {
+	if s.tcp == nil {
+		return TCPStats{}
+	}
+	return s.tcp.stats
+}
+
+// tcpInput takes a TCP segment out of a valid IPv4 packet for us.
+func (s *Stack) tcpInput(ip IPv4) {
+	if s.tcp == nil {
+		s.stats.NoTCP++
+		return
+	}
+	s.stats.IPv4TCP++
+	s.tcp.input(s.epoch.Add(time.Duration(s.now)), ip.Src(), ip.Dst(), ip.Payload())
+}
+
+// tcpPoll runs TCP's due timers and returns its next deadline on the
+// stack's clock.
+func (s *Stack) tcpPoll(now time.Time) int64 {
+	if s.tcp == nil {
+		return noDeadline
+	}
+	d := s.tcp.poll(now)
+	if d.IsZero() {
+		return noDeadline
+	}
+	return int64(d.Sub(s.epoch))
+}
+
+// stackTCPSink puts TCP segments into IPv4 frames of the stack: the layer
+// writes the segment straight into the frame's payload. One interface call
+// per segment (tcpSink) keeps the layer testable without a Stack; it costs
+// a few ns against the segment's checksum and copy.
+type stackTCPSink struct {
+	s   *Stack
+	f   Frame
+	dst IPv4Addr
+}
+
+func (k *stackTCPSink) tcpBuf(raddr, laddr uint32, n int) []byte {
+	f, p, ok := k.s.allocIPv4()
+	if !ok {
+		return nil
+	}
+	if n > len(p) {
+		k.s.freeTx(f)
+		k.s.stats.TxTooBig++
+		return nil
+	}
+	k.f, k.dst = f, IPv4AddrFromUint32(raddr)
+	return p
+}
+
+func (k *stackTCPSink) tcpSend(n int) {
+	k.s.sendIPv4(k.f, k.dst, ProtoTCP, n)
+	k.f = Frame{}
+}

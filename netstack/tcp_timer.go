@@ -1,0 +1,245 @@
+package netstack
+
+// tcpHeap is a binary min-heap of conns on their deadline; each conn knows
+// its position (heapIdx), so rescheduling is O(log n) and allocates nothing.
+type tcpHeap struct{ h []*tcpConn }
+
+func (q *tcpHeap) less(i, j int) bool { return q.h[i].deadline < q.h[j].deadline }
+
+func (q *tcpHeap) swap(i, j int) {
+	q.h[i], q.h[j] = q.h[j], q.h[i]
+	q.h[i].heapIdx = int32(i)
+	q.h[j].heapIdx = int32(j)
+}
+
+func (q *tcpHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *tcpHeap) down(i int) {
+	n := len(q.h)
+	for {
+		m := i
+		if l := 2*i + 1; l < n && q.less(l, m) {
+			m = l
+		}
+		if r := 2*i + 2; r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		q.swap(i, m)
+		i = m
+	}
+}
+
+func (q *tcpHeap) remove(c *tcpConn) {
+	i := int(c.heapIdx)
+	if i < 0 {
+		return
+	}
+	last := len(q.h) - 1
+	q.swap(i, last)
+	q.h = q.h[:last]
+	c.heapIdx = -1
+	if i < last {
+		q.down(i)
+		q.up(i)
+	}
+}
+
+// schedule recomputes c's deadline from its timers and places it in the heap.
+func (l *tcpLayer) schedule(c *tcpConn) {
+	d := int64(0)
+	for _, t := range [4]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt} {
+		if t != 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	c.deadline = d
+	q := &l.timers
+	switch {
+	case d == 0:
+		q.remove(c)
+	case c.heapIdx < 0:
+		c.heapIdx = int32(len(q.h))
+		q.h = append(q.h, c)
+		q.up(int(c.heapIdx))
+	default:
+		q.down(int(c.heapIdx))
+		q.up(int(c.heapIdx))
+	}
+}
+
+// fire runs c's timers that are due.
+func (l *tcpLayer) fire(c *tcpConn) {
+	now := l.now
+	if c.ackAt != 0 && c.ackAt <= now {
+		c.ackAt = 0
+		if c.segsUnacked > 0 || c.ackNow {
+			l.stats.DelayedAcks++
+			l.sendAck(c)
+		}
+	}
+	if c.rtxAt != 0 && c.rtxAt <= now {
+		c.rtxAt = 0
+		l.rtxTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.kaAt != 0 && c.kaAt <= now {
+		c.kaAt = 0
+		l.keepTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.appAt != 0 && c.appAt <= now {
+		c.appAt = 0
+		if c.appTimer != nil && c.appTimer.Expire(l.nowT) {
+			l.output(c) // the app is closing: FIN after its output
+		}
+		if c.state != tcpClosed {
+			l.appDeadline(c)
+		}
+	}
+}
+
+// rtxTimer is the one per-connection timer whose meaning depends on state:
+// SYN/SYN-ACK retransmission, RTO, persist, FIN-WAIT-2 and TIME-WAIT.
+func (l *tcpLayer) rtxTimer(c *tcpConn) {
+	switch {
+	case c.state == tcpTimeWait:
+		// RFC 9293 3.10.8: "If the time-wait timeout expires on a
+		// connection, delete the TCB".
+		l.stats.TimeWaitDone++
+		l.closeConn(c)
+	case c.state == tcpFinWait2:
+		// Not in the RFC: an orphaned FIN-WAIT-2 would last forever if
+		// the peer never sends FIN (Linux tcp_fin_timeout).
+		l.stats.FinWait2Timeout++
+		l.closeConn(c)
+	case c.state == tcpSynSent && c.sndMax == c.iss:
+		l.sendSyn(c, false) // the first SYN of connect
+	case c.state == tcpSynRcvd || c.state == tcpSynSent:
+		if int(c.retries) >= l.cfg.SynRetries {
+			if c.state == tcpSynRcvd {
+				l.stats.SynRcvdTimeout++
+			} else {
+				l.stats.SynSentTimeout++
+			}
+			l.closeConn(c)
+			return
+		}
+		c.retries++
+		c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
+		l.stats.Retransmits++
+		l.sendSyn(c, c.state == tcpSynRcvd)
+	case c.persist:
+		// RFC 9293 3.8.6.1 zero-window probe. Like Linux we probe with
+		// an old sequence number and no data, so the peer answers with
+		// an ACK carrying its window and nothing enters the send queue.
+		l.stats.PersistProbes++
+		c.persist = false
+		c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
+		l.sendProbe(c)
+		l.output(c) // re-arms persist if the window is still zero
+	default:
+		l.rtoExpired(c)
+	}
+}
+
+// rtoExpired handles a retransmission timeout, RFC 6298 §5.4-5.7 and RFC 5681 §3.1.
+func (l *tcpLayer) rtoExpired(c *tcpConn) {
+	if c.sndMax == c.sndUna {
+		l.output(c) // a send that found no tx frame: try again
+		return
+	}
+	l.stats.RTOTimeouts++
+	if int(c.retries) >= l.cfg.Retries {
+		l.stats.RTOAborts++
+		l.sendReset(c)
+		l.closeConn(c)
+		return
+	}
+	c.retries++
+	// RFC 5681 (4): ssthresh = max(FlightSize/2, 2*SMSS); cwnd = 1 segment.
+	flight := c.sndMax.diff(c.sndUna)
+	c.ssthresh = max(flight/2, 2*uint32(c.mss))
+	c.cwnd = uint32(c.mss)
+	// RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
+	c.recovery = false
+	c.recover = c.sndMax
+	c.dupAcks = 0
+	// RFC 6298 5.5: back off; Karn: no RTT sample from retransmitted data.
+	c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
+	c.rttOn = false
+	// Go back N from SND.UNA; output skips SACKed ranges.
+	c.sndNxt = c.sndUna
+	if c.sndWnd == 0 {
+		// The peer shrank its window to zero under data in flight: the
+		// retransmission of the first segment is the window probe
+		// (Linux does the same); its ACK resets the retry count.
+		l.retransmitAt(c, c.sndUna)
+		c.sndNxt = c.sndMax
+	}
+	l.output(c)
+	if c.rtxAt == 0 {
+		c.rtxAt = l.now + c.rto
+	}
+}
+
+// keepTimer sends keep-alive probes on an idle established connection and
+// aborts it after KeepCount unanswered probes (RFC 9293 3.8.4).
+func (l *tcpLayer) keepTimer(c *tcpConn) {
+	if l.cfg.KeepIdle == 0 || (c.state != tcpEstablished && c.state != tcpCloseWait) {
+		return
+	}
+	if int(c.keepProbes) >= l.cfg.KeepCount {
+		l.stats.KeepAborts++
+		l.sendReset(c)
+		l.closeConn(c)
+		return
+	}
+	c.keepProbes++
+	l.stats.KeepProbes++
+	l.sendProbe(c)
+	c.kaAt = l.now + int64(l.cfg.KeepInterval)
+}
+
+// armRTO starts the retransmission timer if it is not running (RFC 6298 5.1).
+func (l *tcpLayer) armRTO(c *tcpConn) {
+	if c.rtxAt == 0 || c.persist {
+		c.persist = false
+		c.rtxAt = l.now + c.rto
+	}
+}
+
+// rttSample folds a measurement into SRTT/RTTVAR, RFC 6298 §2.
+func (l *tcpLayer) rttSample(c *tcpConn, r int64) {
+	if r <= 0 {
+		r = 1
+	}
+	if c.srtt == 0 {
+		c.srtt, c.rttvar = r, r/2
+	} else {
+		d := c.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		c.rttvar = (3*c.rttvar + d) / 4
+		c.srtt = (7*c.srtt + r) / 8
+	}
+	c.rto = c.srtt + max(4*c.rttvar, int64(1e6)) // G = 1 ms
+	c.rto = max(c.rto, int64(l.cfg.RTOMin))
+	c.rto = min(c.rto, int64(l.cfg.RTOMax))
+}

@@ -1,0 +1,164 @@
+package wreck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config is one run of wreck, as the flags give it.
+type Config struct {
+	Server    string        // host:port to connect to
+	SMP       int           // client shards, each one pinned thread and one epoll
+	CPUSet    []int         // CPUs for the shards, shard i on CPUSet[i%len]; nil: the process's CPUs
+	Conns     int           // connections in total, spread over the shards
+	Duration  time.Duration // stop after this long
+	Reqs      int64         // stop after this many requests complete (0: no cap)
+	Pipeline  int           // requests in flight per connection
+	Path      string        // request target
+	Headers   []string      // extra "Name: value" request headers
+	KeepAlive bool          // false: one connection per request (connection rate)
+	Rate      float64       // open loop: requests per second in total (0: closed loop)
+	Timeout   time.Duration // per request (and per connect)
+	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
+	MaxHead   int           // largest response header section accepted (0: 16 KiB)
+
+	Progress io.Writer       // a progress line each second (nil: none)
+	Stop     <-chan struct{} // closing it ends the run early (nil: never)
+}
+
+// DefaultConfig returns the flag defaults.
+func DefaultConfig() Config {
+	return Config{
+		SMP:       1,
+		Conns:     64,
+		Duration:  10 * time.Second,
+		Pipeline:  1,
+		Path:      "/",
+		KeepAlive: true,
+		Timeout:   2 * time.Second,
+	}
+}
+
+// seqHeader is the request and response header that carries the sequence number
+// when Config.CheckSeq is set: 16 lower-case hex digits, echoed by the server.
+const seqHeader = "x-wreck-seq"
+
+// validate checks c and says which flag is wrong and how to fix it.
+func (c *Config) validate() error {
+	switch {
+	case c.Server == "":
+		return errors.New("--server is required: give the server as host:port")
+	case c.SMP < 1:
+		return fmt.Errorf("--smp %d: need at least 1 shard", c.SMP)
+	case c.Conns < c.SMP:
+		return fmt.Errorf("--conn %d is less than --smp %d: each shard needs a connection; raise --conn or lower --smp", c.Conns, c.SMP)
+	case c.Duration <= 0:
+		return fmt.Errorf("--duration %v: must be positive", c.Duration)
+	case c.Reqs < 0:
+		return fmt.Errorf("--reqs %d: must be 0 (no cap) or positive", c.Reqs)
+	case c.Reqs > 0 && c.Reqs < int64(c.SMP):
+		return fmt.Errorf("--reqs %d is less than --smp %d: lower --smp", c.Reqs, c.SMP)
+	case c.Pipeline < 1 || c.Pipeline > 1024:
+		return fmt.Errorf("--pipeline %d: must be 1..1024", c.Pipeline)
+	case !c.KeepAlive && c.Pipeline > 1:
+		return errors.New("--pipeline needs keep-alive: drop --keepalive=false or use --pipeline 1")
+	case c.Rate < 0:
+		return fmt.Errorf("--rate %v: must be 0 (closed loop) or positive", c.Rate)
+	case c.Timeout <= 0:
+		return fmt.Errorf("--timeout %v: must be positive", c.Timeout)
+	case !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \r\n\t"):
+		return fmt.Errorf("--path %q: must start with / and hold no spaces or line breaks", c.Path)
+	case c.MaxHead < 0:
+		return fmt.Errorf("max head %d: must not be negative", c.MaxHead)
+	}
+	for _, h := range c.Headers {
+		i := strings.IndexByte(h, ':')
+		if i <= 0 || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(h[:i], " \t") {
+			return fmt.Errorf("--header %q: want \"Name: value\" on one line", h)
+		}
+	}
+	if len(c.CPUSet) > 0 {
+		allowed := processCPUs()
+		for _, cpu := range c.CPUSet {
+			if !slices.Contains(allowed, cpu) {
+				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
+			}
+		}
+	}
+	host, port, err := net.SplitHostPort(c.Server)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("--server %q: want host:port, e.g. 127.0.0.1:8080", c.Server)
+	}
+	return nil
+}
+
+// resolve turns a validated Server into a socket address (once, before the
+// shards start).
+func resolve(server string) (unix.Sockaddr, int, error) {
+	host, port, _ := net.SplitHostPort(server) // checked by validate
+	p, _ := strconv.Atoi(port)
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return nil, 0, fmt.Errorf("--server %q: cannot resolve host: %v", server, err)
+	}
+	for _, ip := range ips {
+		if ip4 := ip.To4(); ip4 != nil {
+			sa := &unix.SockaddrInet4{Port: p}
+			copy(sa.Addr[:], ip4)
+			return sa, unix.AF_INET, nil
+		}
+	}
+	sa := &unix.SockaddrInet6{Port: p}
+	copy(sa.Addr[:], ips[0].To16())
+	return sa, unix.AF_INET6, nil
+}
+
+// ParseCPUSet parses a CPU list like "0-3,6".
+func ParseCPUSet(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil {
+			return nil, fmt.Errorf("--cpuset %q: want a list like 0-3,6", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
+				return nil, fmt.Errorf("--cpuset %q: want a list like 0-3,6", s)
+			}
+		}
+		for cpu := a; cpu <= b; cpu++ {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus, nil
+}
+
+// processCPUs returns the CPUs this process may run on, in order.
+func processCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		cpus := make([]int, runtime.NumCPU())
+		for i := range cpus {
+			cpus[i] = i
+		}
+		return cpus
+	}
+	var cpus []int
+	for cpu := 0; cpu < 1024; cpu++ {
+		if set.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
+}

@@ -1,0 +1,116 @@
+package wreck
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+)
+
+// headerList is the repeatable --header flag.
+type headerList []string
+
+func (h *headerList) String() string     { return strings.Join(*h, ", ") }
+func (h *headerList) Set(v string) error { *h = append(*h, v); return nil }
+
+// flagSet binds the flags to cfg, *cpuset and *jsonOut.
+func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("wreck", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.Server, "server", "", "server `host:port`")
+	fs.IntVar(&cfg.SMP, "smp", cfg.SMP, "client shards (pinned threads, one epoll each)")
+	fs.StringVar(cpuset, "cpuset", "", "CPUs for the shards, e.g. `0-3,6` (default: the process's CPUs)")
+	fs.IntVar(&cfg.Conns, "conn", cfg.Conns, "connections in total, spread over the shards")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run time (an upper bound with --reqs)")
+	fs.Int64Var(&cfg.Reqs, "reqs", 0, "stop after this many requests complete (0: no cap)")
+	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline, "requests in flight per connection")
+	fs.StringVar(&cfg.Path, "path", cfg.Path, "request path")
+	fs.Var((*headerList)(&cfg.Headers), "header", "extra request header `Name: value` (repeatable)")
+	fs.BoolVar(&cfg.KeepAlive, "keepalive", cfg.KeepAlive, "keep connections open; false: one connection per request")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: total requests per second, latency from the intended send time (0: closed loop)")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per request and per connect")
+	fs.BoolVar(&cfg.CheckSeq, "check-seq", false, "send X-Wreck-Seq and require the server to echo it, in order")
+	fs.IntVar(&cfg.MaxHead, "max-head", defaultMaxHead, "largest response header section accepted, bytes")
+	fs.BoolVar(jsonOut, "json", false, "print the result as JSON on stdout")
+	return fs
+}
+
+// ParseFlags turns command-line arguments into a validated Config; jsonOut
+// reports --json. -h gives flag.ErrHelp.
+func ParseFlags(args []string) (cfg Config, jsonOut bool, err error) {
+	cfg = DefaultConfig()
+	var cpuset string
+	fs := flagSet(&cfg, &cpuset, &jsonOut)
+	if err = fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, false, err
+		}
+		return cfg, false, fmt.Errorf("%v (see wreck -h)", err)
+	}
+	if fs.NArg() > 0 {
+		return cfg, false, fmt.Errorf("unexpected argument %q: all options are flags (see wreck -h)", fs.Arg(0))
+	}
+	if cpuset != "" {
+		if cfg.CPUSet, err = ParseCPUSet(cpuset); err != nil {
+			return cfg, false, err
+		}
+	}
+	return cfg, jsonOut, cfg.validate()
+}
+
+func printUsage(w io.Writer) {
+	cfg := DefaultConfig()
+	var cpuset string
+	var jsonOut bool
+	fs := flagSet(&cfg, &cpuset, &jsonOut)
+	fmt.Fprintln(w, "usage: wreck --server host:port [flags]")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// Main is the wreck command: it returns the exit status (2 for bad flags,
+// 1 when the run could not start).
+func Main(args []string, stdout, stderr io.Writer) int {
+	cfg, jsonOut, err := ParseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stderr)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wreck: %v\n", err)
+		return 2
+	}
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		select {
+		case <-sig:
+			close(stop)
+		case <-quit:
+		}
+	}()
+	cfg.Stop = stop
+	cfg.Progress = stderr
+	res, err := Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "wreck: %v\n", err)
+		return 1
+	}
+	if jsonOut {
+		err = res.WriteJSON(stdout)
+	} else {
+		err = res.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wreck: write result: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,159 @@
+package wreck
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result is a finished run, merged over the shards. Latencies are in
+// microseconds; rates are per second of the run's wall time.
+type Result struct {
+	Server      string        `json:"server"`
+	SMP         int           `json:"smp"`
+	Conns       int           `json:"conns"`
+	Pipeline    int           `json:"pipeline"`
+	KeepAlive   bool          `json:"keepalive"`
+	Rate        float64       `json:"rate,omitempty"`
+	Seconds     float64       `json:"seconds"`
+	Requests    uint64        `json:"requests"` // complete responses, any status
+	ReqPerSec   float64       `json:"req_per_sec"`
+	BytesRead   uint64        `json:"bytes_read"`
+	BytesPerSec float64       `json:"bytes_per_sec"`
+	Connects    uint64        `json:"connects"`
+	Errors      ErrorCounts   `json:"errors"`
+	Latency     Latency       `json:"latency_us"`
+	Shards      []ShardResult `json:"shards"`
+}
+
+// ErrorCounts are errors by class.
+type ErrorCounts struct {
+	Non2xx    uint64 `json:"non2xx"`    // well-framed responses with a status other than 2xx
+	Malformed uint64 `json:"malformed"` // invalid responses, oversized headers, unsolicited bytes
+	Oversized uint64 `json:"oversized"` // of Malformed: header section over the limit
+	Timeout   uint64 `json:"timeout"`   // no response within --timeout
+	Reset     uint64 `json:"reset"`     // connection reset
+	Closed    uint64 `json:"closed"`    // EOF before a response completed
+	Connect   uint64 `json:"connect"`   // connects that failed or timed out
+	Mismatch  uint64 `json:"mismatch"`  // sequence number missing or out of order
+}
+
+// Total is every error except non-2xx responses.
+func (e ErrorCounts) Total() uint64 {
+	return e.Malformed + e.Timeout + e.Reset + e.Closed + e.Connect + e.Mismatch
+}
+
+// Latency percentiles in microseconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+	Max  float64 `json:"max"`
+}
+
+// ShardResult is one shard's share.
+type ShardResult struct {
+	CPU       int         `json:"cpu"`
+	Conns     int         `json:"conns"`
+	Requests  uint64      `json:"requests"`
+	ReqPerSec float64     `json:"req_per_sec"`
+	Errors    ErrorCounts `json:"errors"`
+	Latency   Latency     `json:"latency_us"`
+}
+
+func errorCounts(c *Counters) ErrorCounts {
+	return ErrorCounts{
+		Non2xx: c.Errors[errNon2xx], Malformed: c.Errors[errMalformed], Oversized: c.Oversized,
+		Timeout: c.Errors[errTimeout], Reset: c.Errors[errReset], Closed: c.Errors[errClosed],
+		Connect: c.Errors[errConnect], Mismatch: c.Errors[errMismatch],
+	}
+}
+
+func latency(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	us := func(v int64) float64 { return float64(v) / 1e3 }
+	return Latency{
+		Mean: h.Mean() / 1e3,
+		P50:  us(h.ValueAtQuantile(50)),
+		P90:  us(h.ValueAtQuantile(90)),
+		P99:  us(h.ValueAtQuantile(99)),
+		P999: us(h.ValueAtQuantile(99.9)),
+		Max:  us(h.Max()),
+	}
+}
+
+// result merges the shards after they have stopped.
+func result(cfg *Config, shards []*shard, cpus []int, start int64) *Result {
+	r := &Result{
+		Server: cfg.Server, SMP: cfg.SMP, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
+		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate,
+	}
+	var total Counters
+	hist := newHist()
+	var stopped int64
+	for i, s := range shards {
+		total.add(&s.cnt)
+		hist.Merge(s.hist)
+		stopped = max(stopped, s.stopped)
+		secs := float64(s.stopped-start) / 1e9
+		sr := ShardResult{
+			CPU: cpus[i%len(cpus)], Conns: len(s.conns), Requests: s.cnt.Responses,
+			Errors: errorCounts(&s.cnt), Latency: latency(s.hist),
+		}
+		if secs > 0 {
+			sr.ReqPerSec = float64(s.cnt.Responses) / secs
+		}
+		r.Shards = append(r.Shards, sr)
+	}
+	r.Seconds = float64(stopped-start) / 1e9
+	r.Requests, r.BytesRead, r.Connects = total.Responses, total.Bytes, total.Connects
+	if r.Seconds > 0 {
+		r.ReqPerSec = float64(r.Requests) / r.Seconds
+		r.BytesPerSec = float64(r.BytesRead) / r.Seconds
+	}
+	r.Errors = errorCounts(&total)
+	r.Latency = latency(hist)
+	return r
+}
+
+// WriteJSON writes r as one JSON document.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes r for people, in the manner of wrk.
+func (r *Result) WriteText(w io.Writer) error {
+	mode := "keep-alive"
+	if !r.KeepAlive {
+		mode = "one connection per request"
+	}
+	loop := "closed loop"
+	if r.Rate > 0 {
+		loop = fmt.Sprintf("open loop at %.0f req/s", r.Rate)
+	}
+	fmt.Fprintf(w, "wreck %s: %d shards, %d connections, pipeline %d, %s, %s, %.2fs\n",
+		r.Server, r.SMP, r.Conns, r.Pipeline, mode, loop, r.Seconds)
+	l := r.Latency
+	fmt.Fprintf(w, "  latency us  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
+		l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
+	for i, s := range r.Shards {
+		fmt.Fprintf(w, "  shard %d (cpu %d, %d conns): %d requests, %.0f req/s, %d errors\n",
+			i, s.CPU, s.Conns, s.Requests, s.ReqPerSec, s.Errors.Total())
+	}
+	fmt.Fprintf(w, "  %d requests in %.2fs, %.2f MB read, %d connects\n",
+		r.Requests, r.Seconds, float64(r.BytesRead)/1e6, r.Connects)
+	e := r.Errors
+	fmt.Fprintf(w, "  errors: non2xx %d, malformed %d (oversized %d), timeout %d, reset %d, closed %d, connect %d, mismatch %d\n",
+		e.Non2xx, e.Malformed, e.Oversized, e.Timeout, e.Reset, e.Closed, e.Connect, e.Mismatch)
+	fmt.Fprintf(w, "Requests/sec: %.2f\n", r.ReqPerSec)
+	_, err := fmt.Fprintf(w, "Transfer/sec: %.2f MB\n", r.BytesPerSec/1e6)
+	return err
+}
