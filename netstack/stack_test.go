@@ -77,6 +77,25 @@ func TestARPNotForUs(t *testing.T) {
 	c.expectNone()
 }
 
+// TestARPUnsolicitedReply: a reply we did not ask for does not add an
+// entry (it would let anyone plant one); it updates an existing one.
+func TestARPUnsolicitedReply(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(arpFrame(t, macB, macA, ARPReply, macB, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e != nil {
+		t.Fatalf("unsolicited reply created %+v", e)
+	}
+	c.send(pingFromB(t, 1, "")) // gleaned
+	c.link.Discard()
+	c.send(arpFrame(t, macC, macA, ARPReply, macC, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e == nil || e.mac != macC {
+		t.Fatalf("reply did not update the entry: %+v", e)
+	}
+	if st := c.stats(); st.ARPRepliesRx != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 func TestARPBadPackets(t *testing.T) {
 	c := newTestCtx(t, nil)
 	good := arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA)
