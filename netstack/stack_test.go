@@ -174,11 +174,12 @@ func TestEchoDrops(t *testing.T) {
 		mod(func(b []byte) { b[16], b[17] = 0, 19 }),                                                  // total length < IHL
 		mod(func(b []byte) { b[16], b[17] = 0x05, 0xdc }),                                             // total length > frame
 		good[:14+19],
-		mod(func(b []byte) { b[23] = 17 }), // UDP (header checksum now wrong: fixed below)
+		mod(func(b []byte) { b[23] = 17 }),               // protocol byte changed: header checksum fails
+		mod(func(b []byte) { copy(b, MACBroadcast[:]) }), // unicast IP in a link broadcast
 	)
 	c.expectNone()
 	st := c.stats()
-	want := Stats{RxFrames: 16, Polls: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
+	want := Stats{RxFrames: 17, Polls: 1, IPv4LinkBcast: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
 		IPv4Fragments: 2, IPv4BadSrc: 2, IPv4BadChecksum: 2, IPv4BadVersion: 1, IPv4BadHeaderLen: 1,
 		IPv4BadTotalLen: 1, IPv4Truncated: 2}
 	if st != want {
