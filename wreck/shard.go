@@ -27,8 +27,8 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // reads cnt and hist only after that goroutine is done, and pub at any time.
 type shard struct {
 	id     int
-	cfg    *Config // read-only, shared by all shards
-	sa     unix.Sockaddr
+	cfg    *Config       // read-only, shared by all shards
+	sa     unix.Sockaddr // this shard's own copy: connect(2) writes into it
 	family int
 
 	epfd, tfd int
@@ -74,7 +74,7 @@ type shard struct {
 // newShard builds shard id with conns connections; req is the prebuilt request.
 func newShard(id int, cfg *Config, sa unix.Sockaddr, family, conns int, budget int64, req []byte, seqOff int, stop *atomic.Bool) (*shard, error) {
 	s := &shard{
-		id: id, cfg: cfg, sa: sa, family: family,
+		id: id, cfg: cfg, sa: ownSockaddr(sa), family: family,
 		epfd: -1, tfd: -1,
 		ev:     make([]unix.EpollEvent, 256),
 		conns:  make([]conn, conns),
@@ -168,7 +168,11 @@ func (s *shard) run(start, end int64) {
 		if s.finished {
 			break
 		}
-		n, err := unix.EpollWait(s.epfd, s.ev, s.waitMs())
+		// A raw epoll_wait, bounded by the tick: a blocking unix.EpollWait
+		// hands the P off, and sysmon then wakes every 20us to retake it,
+		// which cost a context switch every ~6 requests and a third more CPU
+		// per request (measured against nginx: 11 vs 7.8 us/req).
+		n, err := sysEpollWait(s.epfd, s.ev, s.waitMs())
 		if err != nil {
 			continue // EINTR
 		}
@@ -421,7 +425,7 @@ func (s *shard) write(c *conn, k int) {
 // flush writes what is pending; it reports false if the connection failed.
 func (s *shard) flush(c *conn) bool {
 	for c.wpos < c.wend {
-		m, err := unix.Write(c.fd, c.req[c.wpos:c.wend])
+		m, err := sysWrite(c.fd, c.req[c.wpos:c.wend])
 		if err != nil {
 			if err == unix.EAGAIN {
 				return true // EPOLLOUT resumes
@@ -442,7 +446,7 @@ func (s *shard) flush(c *conn) bool {
 func (s *shard) readable(c *conn, hup bool) {
 	for {
 		k := copy(s.rbuf, c.carry)
-		m, err := unix.Read(c.fd, s.rbuf[k:])
+		m, err := sysRead(c.fd, s.rbuf[k:])
 		if err != nil {
 			if err == unix.EAGAIN {
 				break
