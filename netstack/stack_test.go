@@ -376,13 +376,13 @@ func TestARPEntryExpires(t *testing.T) {
 	c.link.Discard()
 	c.advance(10 * time.Second)
 	// Sending to B now needs a new resolution.
-	c.s.link, c.s.mtu = c.link, c.link.MTU()
-	f, _, ok := c.s.allocIPv4()
-	if !ok {
-		t.Fatal("no frame")
-	}
-	c.s.sendIPv4(f, ipB, ProtoUDP, 0)
-	c.poll()
+	c.during(func() {
+		f, _, ok := c.s.allocIPv4()
+		if !ok {
+			t.Fatal("no frame")
+		}
+		c.s.sendIPv4(f, ipB, ProtoUDP, 0)
+	})
 	c.expect(arpFrame(t, macA, MACBroadcast, ARPRequest, macA, ipA, MACZero, ipB))
 	if c.s.Pending() != 1 {
 		t.Fatalf("pending %d", c.s.Pending())
