@@ -290,7 +290,7 @@ func TestImpairCorrupt(t *testing.T) {
 	}
 }
 
-func TestImpairCorruptOnlyIP(t *testing.T) {
+func TestImpairCorruptOnlyIPv4(t *testing.T) {
 	for _, tc := range []struct {
 		etype   uint16
 		corrupt bool
