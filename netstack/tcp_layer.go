@@ -184,6 +184,7 @@ type TCPStats struct {
 	KeepAborts      uint64
 	FinWait2Timeout uint64
 	DelayedAcks     uint64 // ACKs sent by the delayed-ACK timer
+	AppTimeouts     uint64 // TCPAppTimer expiries: FIN when idle, else RST
 	TimeWaitDone    uint64
 
 	Conns, SynRcvd, TimeWaits int // gauges
