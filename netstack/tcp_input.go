@@ -438,6 +438,9 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 	if wnd == 0 && ack == c.sndUna {
 		c.retries = 0 // a zero-window peer answering our probes is alive
 	}
+	if c.sackOK && f.NSACK > 0 {
+		l.updateSacked(c, f) // blocks at or below the new SND.UNA are pruned by newAck
+	}
 	switch {
 	case ack.gt(c.sndUna):
 		// "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK."
@@ -447,13 +450,7 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 		}
 	case ack == c.sndUna && n == 0 && f.Flags&TCPFlagFIN == 0 && wnd == c.sndWnd && c.sndMax != c.sndUna:
 		// RFC 5681 §2 duplicate ACK.
-		if c.sackOK && f.NSACK > 0 {
-			l.updateSacked(c, f)
-		}
 		l.dupAck(c)
-	}
-	if c.sackOK && f.NSACK > 0 {
-		l.updateSacked(c, f)
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
