@@ -82,7 +82,7 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 // synListen answers a SYN to a listener: a SYN-RECEIVED TCB, or a SYN cookie
 // when the backlog is full.
 func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
-	if l.table.n >= l.cfg.MaxConns {
+	if !l.roomForConn() {
 		l.stats.TableFull++
 		return
 	}
@@ -117,7 +117,7 @@ func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
 // cookieEstablish creates an ESTABLISHED connection from a valid cookie ACK
 // and processes the rest of the segment on it.
 func (l *tcpLayer) cookieEstablish(ls *tcpListener, k tcpKey, f *TCPFields, payload []byte, mss uint16) {
-	if l.table.n >= l.cfg.MaxConns {
+	if !l.roomForConn() {
 		l.stats.TableFull++
 		return
 	}

@@ -175,17 +175,18 @@ type TCPStats struct {
 	RcvBufEmpty uint64 // bytes refused because the buffer pool was empty
 	DupSegs     uint64 // segments entirely duplicate
 
-	RTOTimeouts     uint64
-	RTOAborts       uint64 // Retries exhausted: RST
-	FastRetransmits uint64
-	SACKSkipped     uint64 // bytes not retransmitted because SACKed
-	PersistProbes   uint64
-	KeepProbes      uint64
-	KeepAborts      uint64
-	FinWait2Timeout uint64
-	DelayedAcks     uint64 // ACKs sent by the delayed-ACK timer
-	AppTimeouts     uint64 // TCPAppTimer expiries: FIN when idle, else RST
-	TimeWaitDone    uint64
+	RTOTimeouts      uint64
+	RTOAborts        uint64 // Retries exhausted: RST
+	FastRetransmits  uint64
+	SACKSkipped      uint64 // bytes not retransmitted because SACKed
+	PersistProbes    uint64
+	KeepProbes       uint64
+	KeepAborts       uint64
+	FinWait2Timeout  uint64
+	DelayedAcks      uint64 // ACKs sent by the delayed-ACK timer
+	AppTimeouts      uint64 // TCPAppTimer expiries: FIN when idle, else RST
+	TimeWaitDone     uint64
+	TimeWaitRecycled uint64 // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
 	Conns, SynRcvd, TimeWaits int // gauges
 }
@@ -209,6 +210,8 @@ type tcpLayer struct {
 
 	listeners []tcpListener
 	table     tcpTable
+	twHead    int32 // oldest TIME-WAIT conn id, -1 if none
+	twTail    int32
 	conns     []*tcpConn // every conn ever made, index = conn.id
 	free      []*tcpConn
 	timers    tcpHeap
@@ -240,6 +243,8 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		sink:     sink,
 		nowT:     now,
 		nextPort: cfg.PortLo,
+		twHead:   -1,
+		twTail:   -1,
 	}
 	if !now.IsZero() {
 		l.setNow(now)
@@ -291,7 +296,7 @@ func ip4Addr(a uint32) netip.Addr {
 // it is gone.
 func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) error {
 	l.setNow(now)
-	if l.table.n >= l.cfg.MaxConns {
+	if !l.roomForConn() {
 		return ErrTCPTableFull
 	}
 	k := tcpKey{raddr: ip4(raddr), laddr: ip4(l.cfg.Addr), rport: rport}
@@ -306,8 +311,15 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 			continue
 		}
 		k.lport = p
-		if l.table.lookup(k) >= 0 {
-			continue
+		if i := l.table.lookup(k); i >= 0 {
+			if l.conns[i].state != tcpTimeWait {
+				continue
+			}
+			// Reuse a port in TIME-WAIT: our new ISN is clock-driven
+			// and above the old connection's (RFC 6191 in spirit, and
+			// Linux's tcp_tw_reuse).
+			l.stats.TimeWaitRecycled++
+			l.closeConn(l.conns[i])
 		}
 		c := l.newConn(k)
 		c.app, c.ep = app, ep
