@@ -3,6 +3,7 @@ package netstack
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"time"
 )
 
@@ -218,6 +219,7 @@ type tcpLayer struct {
 	rbufs     [][]byte // free receive buffers
 	rbufsMade int
 	nextPort  uint16
+	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
 	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
 	challengeSec   int64
@@ -256,6 +258,19 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 
 // Stats returns the layer's counters.
 func (l *tcpLayer) Stats() TCPStats { return l.stats }
+
+// Add adds o's counters and gauges to s, for merging shards at report time.
+func (s *TCPStats) Add(o *TCPStats) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()
+	for i := 0; i < sv.NumField(); i++ {
+		switch f := sv.Field(i); f.Kind() {
+		case reflect.Uint64:
+			f.SetUint(f.Uint() + ov.Field(i).Uint())
+		case reflect.Int:
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		}
+	}
+}
 
 func (l *tcpLayer) setNow(now time.Time) {
 	if l.epoch.IsZero() {

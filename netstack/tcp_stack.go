@@ -14,10 +14,22 @@ var errTCPOff = errors.New("netstack: TCP not enabled: call EnableTCP first")
 // EnableTCP sets up the stack's TCP layer. Call once, before the shard
 // starts polling; cfg.Addr is the stack's address, and the stack's
 // TrustRxChecksums also skips TCP checksum verification.
+//
+// The MSS we announce is cfg.MSS (default 1460), lowered to the link's MTU
+// minus 40 at the first Poll.
 func (s *Stack) EnableTCP(cfg TCPConfig) {
 	cfg.Addr = s.cfg.Addr
 	cfg.TrustChecksum = cfg.TrustChecksum || s.cfg.TrustRxChecksums
 	s.tcp = newTCPLayer(cfg, &stackTCPSink{s: s}, time.Time{})
+}
+
+// tcpMTU fits the MSS to the link once its MTU is known (during Poll).
+func (s *Stack) tcpMTU() {
+	if s.tcp.mtuSeen || s.mtu <= 40+536 {
+		return
+	}
+	s.tcp.mtuSeen = true
+	s.tcp.cfg.MSS = uint16(min(int(s.tcp.cfg.MSS), s.mtu-40))
 }
 
 // ListenTCP accepts connections on port; ep makes and releases their apps.
@@ -53,6 +65,7 @@ func (s *Stack) tcpInput(ip IPv4) {
 		return
 	}
 	s.stats.IPv4TCP++
+	s.tcpMTU()
 	s.tcp.input(s.epoch.Add(time.Duration(s.now)), ip.Src(), ip.Dst(), ip.Payload())
 }
 
@@ -62,6 +75,7 @@ func (s *Stack) tcpPoll(now time.Time) int64 {
 	if s.tcp == nil {
 		return noDeadline
 	}
+	s.tcpMTU()
 	d := s.tcp.poll(now)
 	if d.IsZero() {
 		return noDeadline

@@ -133,3 +133,22 @@ func BenchmarkStackTCPRequestResponse(b *testing.B) {
 		})
 	}
 }
+
+// The MSS follows a small link MTU; TCPStats merge.
+func TestStackTCPMSSAndStats(t *testing.T) {
+	s, err := NewStack(Config{MAC: macA, Addr: ipA, Netmask: mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.EnableTCP(TCPConfig{})
+	link := NewChanLink(1000, 16)
+	s.Poll(time.Unix(1, 0), link)
+	if s.tcp.cfg.MSS != 960 {
+		t.Fatalf("MSS %d on a 1000-byte MTU, want 960", s.tcp.cfg.MSS)
+	}
+	a := TCPStats{InSegs: 2, Conns: 1, SynCookiesBad: 3}
+	a.Add(&TCPStats{InSegs: 5, Conns: 2, SynCookiesBad: 1})
+	if a.InSegs != 7 || a.Conns != 3 || a.SynCookiesBad != 4 {
+		t.Fatalf("merged %+v", a)
+	}
+}
