@@ -562,8 +562,15 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 		l.sackHole(c)
 		return
 	}
+	// Enter loss recovery on the third duplicate ACK (RFC 5681 3.2), or
+	// earlier when SACK shows more than DupThresh-1 segments above the
+	// hole (RFC 6675 IsLost), which small windows need; before that,
+	// limited transmit (RFC 3042) lets new data out (see sendData).
+	if c.dupAcks < 3 && !(c.sackOK && l.sackedBytes(c) > 2*mss) {
+		return
+	}
 	// RFC 6582 3.2 (2): enter only if the ACK covers more than recover.
-	if c.dupAcks < 3 || !c.sndUna.gt(c.recover) {
+	if !c.sndUna.gt(c.recover) {
 		return
 	}
 	l.stats.FastRetransmits++
@@ -575,6 +582,15 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	l.retransmitAt(c, c.sndUna)
 	c.rtxHigh = c.sndUna.add(mss)
 	c.cwnd = c.ssthresh + 3*mss
+}
+
+// sackedBytes counts the bytes the peer has SACKed above SND.UNA.
+func (l *tcpLayer) sackedBytes(c *tcpConn) uint32 {
+	n := uint32(0)
+	for i := 0; i < int(c.nsacked); i++ {
+		n += c.sacked[i].r.diff(c.sacked[i].l)
+	}
+	return n
 }
 
 // sackHole retransmits the next hole below the highest SACKed byte that
