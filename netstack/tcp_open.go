@@ -4,6 +4,7 @@ import "net/netip"
 
 // Opening connections: option negotiation, SYN-RECEIVED from a SYN or a SYN
 // cookie, ESTABLISHED, and SYN-SENT for active opens (RFC 9293 3.10.7.2-3).
+
 // negotiate sets c's options from the peer's SYN or SYN-ACK f; for an
 // active open c's flags hold what we offered.
 func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
