@@ -39,6 +39,7 @@ type tcpConn struct {
 	id       int32 // index in layer.conns
 	twPrev   int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
 	twNext   int32
+	gen      int32 // generation, for TCPHandle; changes on every reuse
 	heapIdx  int32 // position in the timer heap, -1 if not there
 	state    tcpState
 	passive  bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
@@ -52,6 +53,7 @@ type tcpConn struct {
 	finRcvd  bool // peer's FIN seen at rcvFin (maybe beyond a hole)
 	peerFed  bool // PeerClosed called
 	persist  bool // rtxAt is the persist timer
+	woken    bool // queued in layer.woken
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
 
@@ -117,6 +119,11 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 	}
 	c.key = k
 	c.heapIdx, c.twPrev, c.twNext = -1, -1, -1
+	l.gen++
+	if l.gen <= 0 {
+		l.gen = 1
+	}
+	c.gen = l.gen
 	c.rto = int64(l.cfg.RTOInitial)
 	c.ssthresh = ^uint32(0)
 	l.table.insert(k, c.id)

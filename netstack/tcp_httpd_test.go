@@ -111,7 +111,7 @@ func TestTCPHTTPD(t *testing.T) {
 			[]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n"),
 			[]byte("GET /nope HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
 		}
-		if err := n.b.ConnectTCP(n.now, ipA, 80, cl, &releaseCounter{}); err != nil {
+		if _, err := n.b.ConnectTCP(n.now, ipA, 80, cl, &releaseCounter{}); err != nil {
 			t.Fatal(err)
 		}
 		n.run(func() bool { return cl.fin && len(cl.status) == 4 }, 200000)

@@ -215,6 +215,8 @@ type tcpLayer struct {
 	twTail    int32
 	conns     []*tcpConn // every conn ever made, index = conn.id
 	free      []*tcpConn
+	gen       int32       // generation of the last conn handed out (TCPHandle)
+	woken     []TCPHandle // conns to run output for at the next poll
 	timers    tcpHeap
 	rbufs     [][]byte // free receive buffers
 	rbufsMade int
@@ -309,10 +311,10 @@ func ip4Addr(a uint32) netip.Addr {
 // connect opens a connection to raddr:rport from an ephemeral port that
 // passes the port filter; app gets the bytes and ep.Release is called when
 // it is gone.
-func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) error {
+func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) (TCPHandle, error) {
 	l.setNow(now)
 	if !l.roomForConn() {
-		return ErrTCPTableFull
+		return TCPHandle{}, ErrTCPTableFull
 	}
 	k := tcpKey{raddr: ip4(raddr), laddr: ip4(l.cfg.Addr), rport: rport}
 	span := int(l.cfg.PortHi-l.cfg.PortLo) + 1
@@ -356,9 +358,9 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		// only transmit inside Poll.
 		c.rtxAt = l.now
 		l.schedule(c)
-		return nil
+		return TCPHandle{id: c.id, gen: c.gen}, nil
 	}
-	return ErrTCPNoPort
+	return TCPHandle{}, ErrTCPNoPort
 }
 
 // input takes one TCP segment (the IPv4 payload) from src to dst.
@@ -397,6 +399,9 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 // no timer is armed).
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
+	if len(l.woken) > 0 {
+		l.runWoken()
+	}
 	for len(l.timers.h) > 0 {
 		c := l.timers.h[0]
 		if c.deadline > l.now {
@@ -422,4 +427,43 @@ func (l *tcpLayer) appDeadline(c *tcpConn) {
 		return
 	}
 	c.appAt = max(int64(d.Sub(l.epoch)), 1)
+}
+
+// TCPHandle names one connection for calls from outside a segment batch
+// (Wake). It stays safe to use after the connection is gone: the
+// generation no longer matches and the call does nothing.
+type TCPHandle struct {
+	id, gen int32
+}
+
+// wake queues h's connection for output at the next poll: for an app that
+// queued output or started closing outside Feed/Advance (a load generator
+// on a timer).
+func (l *tcpLayer) wake(h TCPHandle) {
+	if h.gen == 0 || int(h.id) >= len(l.conns) {
+		return
+	}
+	c := l.conns[h.id]
+	if c.gen != h.gen || c.state == tcpClosed || c.woken {
+		return
+	}
+	c.woken = true
+	l.woken = append(l.woken, h)
+}
+
+// runWoken sends what woken connections have to send.
+func (l *tcpLayer) runWoken() {
+	for _, h := range l.woken {
+		c := l.conns[h.id]
+		if c.gen != h.gen || c.state == tcpClosed {
+			continue
+		}
+		c.woken = false
+		l.output(c)
+		if c.state != tcpClosed {
+			l.schedule(c)
+		}
+	}
+	clear(l.woken)
+	l.woken = l.woken[:0]
 }

@@ -42,12 +42,22 @@ func (s *Stack) ListenTCP(port uint16, ep TCPEndpoint) error {
 
 // ConnectTCP opens a connection to dst:port from an ephemeral port that
 // passes TCPConfig.PortFilter; the SYN goes out in the next Poll. app gets
-// the bytes; ep.Release is called when the connection is gone.
-func (s *Stack) ConnectTCP(now time.Time, dst IPv4Addr, port uint16, app TCPApp, ep TCPEndpoint) error {
+// the bytes; ep.Release is called when the connection is gone. The handle
+// is for WakeTCP.
+func (s *Stack) ConnectTCP(now time.Time, dst IPv4Addr, port uint16, app TCPApp, ep TCPEndpoint) (TCPHandle, error) {
 	if s.tcp == nil {
-		return errTCPOff
+		return TCPHandle{}, errTCPOff
 	}
 	return s.tcp.connect(now, dst, port, app, ep)
+}
+
+// WakeTCP makes the next Poll send what h's app has queued (or its FIN)
+// when the app changed outside Feed/Advance. A handle of a connection that
+// is gone is ignored.
+func (s *Stack) WakeTCP(h TCPHandle) {
+	if s.tcp != nil {
+		s.tcp.wake(h)
+	}
 }
 
 // TCPStats returns the TCP layer's counters (zero when TCP is off).

@@ -74,7 +74,7 @@ func newStackPair(tb testing.TB, respLen int) *stackPair {
 	}
 	p.cl = &rrClient{req: []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n\n"), respLen: respLen}
 	p.cl.out = append(p.cl.base[:0], p.cl.req)
-	if err := p.b.ConnectTCP(p.now, ipA, 80, p.cl, &rrServerEP{}); err != nil {
+	if _, err := p.b.ConnectTCP(p.now, ipA, 80, p.cl, &rrServerEP{}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < 100 && p.cl.done < 2; i++ {
