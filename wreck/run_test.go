@@ -400,3 +400,17 @@ func TestRunRateOneShot(t *testing.T) {
 		t.Fatalf("responses %d, connects %d, server accepted %d: want 20 each", r.Requests, r.Connects, srv.conns.Load())
 	}
 }
+
+// Batches far larger than the socket buffers: writes are cut short (EAGAIN)
+// and resume on EPOLLOUT; every request still arrives once, in order.
+func TestRunPartialWrites(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Pipeline, cfg.Reqs, cfg.CheckSeq = 1, 1024, 2048, true
+	cfg.Headers = []string{"X-Pad: " + strings.Repeat("p", 8000)} // 8 MB per batch
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 2048 || srv.reqs.Load() != 2048 || srv.badReqs.Load() != 0 {
+		t.Fatalf("responses %d, server read %d (%d bad), want 2048", r.Requests, srv.reqs.Load(), srv.badReqs.Load())
+	}
+}
