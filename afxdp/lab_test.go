@@ -307,3 +307,69 @@ func TestLabOtherAddressesReachKernel(t *testing.T) {
 		t.Error("ping to percore's address not answered")
 	}
 }
+
+// TestFdReadableOnRx: a shard blocks in poll on Fd when idle; a frame on the
+// rx ring must wake it.
+func TestFdReadableOnRx(t *testing.T) {
+	needRoot(t)
+	l, err := lab.New(lab.Config{Prefix: "pf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var (
+		p *Program
+		s *Socket
+	)
+	err = l.ServerNS.Do(func() (err error) {
+		if p, err = NewProgram(ProgramConfig{IP: l.ServerIP}); err != nil {
+			return err
+		}
+		if err = p.Attach(l.ServerIf, Native); err != nil {
+			return err
+		}
+		if s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf}); err != nil {
+			return err
+		}
+		return p.Register(s)
+	})
+	t.Cleanup(func() {
+		if s != nil {
+			s.Close()
+		}
+		if p != nil {
+			p.Close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfd := []unix.PollFd{{Fd: int32(s.Fd()), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(pfd, 0); n != 0 {
+		t.Fatalf("readable before any traffic: %+v", pfd)
+	}
+	// The client's kernel ARPs for our address when asked to ping it.
+	var fd int
+	if err := l.ClientNS.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	req := []byte{8, 0, 0, 0, 0, 1, 0, 1}
+	binary.BigEndian.PutUint16(req[2:], checksum(req))
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet4{Addr: l.ServerIP.As4()}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.Poll(pfd, 5000)
+	if err != nil || n != 1 || pfd[0].Revents&unix.POLLIN == 0 {
+		t.Fatalf("poll = %d %v revents %x, want readable", n, err, pfd[0].Revents)
+	}
+	rx := make([]Desc, 4)
+	if got := s.Receive(rx); got == 0 {
+		t.Fatal("readable but nothing received")
+	} else if f := s.Frame(rx[0].Addr, int(rx[0].Len)); binary.BigEndian.Uint16(f[12:]) != 0x0806 {
+		t.Errorf("first frame is not the ARP request: % x", f[:14])
+	}
+}

@@ -19,8 +19,9 @@ import (
 // files, Date prefixes) or into the connection's arenas, which are only
 // rewritten after every slice into them has been advanced.
 type Conn struct {
-	srv    *Server
-	remote netip.AddrPort
+	srv     *Server
+	remote  netip.AddrPort
+	logHost []byte // remote address as the access log writes it, made once
 
 	// input: bytes [r, w) of in are buffered and not yet consumed.
 	in    []byte
@@ -61,6 +62,14 @@ const (
 func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 	c.srv = s
 	c.remote = remote
+	if s.log != nil {
+		c.logHost = c.logHost[:0]
+		if remote.Addr().IsValid() {
+			c.logHost = remote.Addr().AppendTo(c.logHost)
+		} else {
+			c.logHost = append(c.logHost, '-')
+		}
+	}
 	c.now = now
 	c.lastActive = now
 	c.h = head{contentLength: -1}
@@ -76,7 +85,7 @@ func (c *Conn) reset() {
 		c.out[i] = nil
 	}
 	out, outAr := c.out[:0], c.outAr[:0]
-	in, path := c.in, c.path[:0]
+	in, path, logHost := c.in, c.path[:0], c.logHost[:0]
 	a0, a1 := c.arenas[0][:0], c.arenas[1][:0]
 	if cap(a0) > 4*arenaLimit {
 		a0 = make([]byte, 0, arenaInitial)
@@ -88,7 +97,7 @@ func (c *Conn) reset() {
 	if cap(rw.body) > 4*arenaLimit {
 		rw.body = nil
 	}
-	*c = Conn{in: in, path: path, out: out, outAr: outAr, rw: rw}
+	*c = Conn{in: in, path: path, logHost: logHost, out: out, outAr: outAr, rw: rw}
 	c.arenas[0], c.arenas[1] = a0, a1
 }
 
@@ -116,7 +125,10 @@ func (c *Conn) ReadBuf() []byte {
 			copy(in, c.in[:c.w])
 			c.in = in
 		} else {
-			return nil // unreachable while the parser enforces its limits
+			// Unreachable while the parser enforces its limits; if it ever is
+			// reached, answer rather than leave the connection hanging.
+			c.fail(431)
+			return c.in
 		}
 	}
 	return c.in[c.w:]
@@ -130,7 +142,7 @@ func (c *Conn) Received(n int, now time.Time) {
 		return
 	}
 	if n > 0 {
-		c.w += n
+		c.w = min(c.w+n, len(c.in)) // never past what ReadBuf lent
 		c.lastActive = now
 	}
 	c.process()

@@ -126,7 +126,7 @@ func (c *Conn) serve() {
 			c.respondText(405, isHead, nil, nil)
 			return
 		}
-		c.respondText(301, isHead, rawPath, query)
+		c.respondText(301, isHead, path, query)
 	case rt.hello:
 		if !getOrHead {
 			c.respondText(405, isHead, nil, nil)
@@ -210,7 +210,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	w.hdr = w.hdr[:0]
 	w.body = w.body[:0]
 	if !c.callHandler(hf) {
-		c.fail(500)
+		c.srv.stats.Panics++
+		c.h.keepAlive = false // the handler's state is suspect: end the connection
+		c.respondText(500, false, nil, nil)
 		return
 	}
 	status := w.status
@@ -248,7 +250,8 @@ func (c *Conn) callHandler(h Handler) (ok bool) {
 }
 
 // respondText queues a short text/plain response built in the arena: errors,
-// 404, 405 (with Allow) and 301 (with Location loc + "/" + "?" query).
+// 404, 405 (with Allow) and 301 (with Location loc + "/" + "?" query, loc
+// being a clean decoded path).
 func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
 	reason := statusText(status)
 	bodyLen := 3 + 1 + len(reason) + 1
@@ -261,8 +264,10 @@ func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
 	case 405:
 		b = append(b, "Allow: GET, HEAD\r\n"...)
 	case 301:
+		// The clean path, re-encoded: a raw "//host" must not become a
+		// protocol-relative Location (an open redirect).
 		b = append(b, "Location: "...)
-		b = append(b, loc...)
+		b = appendPathEscaped(b, loc)
 		b = append(b, '/')
 		if query != nil {
 			b = append(b, '?')
@@ -366,3 +371,24 @@ func statusText(code int) string {
 	}
 	return "Status"
 }
+
+// appendPathEscaped percent-encodes a decoded path for a Location field,
+// keeping RFC 3986 pchar and "/" as they are.
+func appendPathEscaped(b, p []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, ch := range p {
+		if pathSafe[ch] {
+			b = append(b, ch)
+			continue
+		}
+		b = append(b, '%', hex[ch>>4], hex[ch&15])
+	}
+	return b
+}
+
+var pathSafe = func() (t [256]bool) {
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/" {
+		t[c] = true
+	}
+	return t
+}()

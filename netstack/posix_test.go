@@ -182,3 +182,56 @@ func TestPosixDrainClosesIdle(t *testing.T) {
 		t.Fatalf("final counters: %v", f)
 	}
 }
+
+// BenchmarkPosixRoundTrip is one keep-alive GET / round trip over loopback
+// through a posix shard, client on raw syscalls; allocs/op is the whole
+// process's, the shard's included.
+func BenchmarkPosixRoundTrip(b *testing.B) {
+	site, err := httpd.NewSite(httpd.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fds, addr, err := ListenPosix(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpus, err := shard.ChooseCPUs(1, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := shard.Start(shard.Config{CPUs: cpus}, func(sh *shard.Shard) error {
+		_, err := NewPosix(sh, fds[0], PosixConfig{Site: site}, time.Now())
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { g.Stop(); g.Wait() }()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
+		b.Fatal(err)
+	}
+	req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	buf := make([]byte, 4096)
+	unix.Write(fd, req)
+	respLen, err := unix.Read(fd, buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		unix.Write(fd, req)
+		for got := 0; got < respLen; {
+			n, err := unix.Read(fd, buf[got:])
+			if err != nil || n == 0 {
+				b.Fatalf("read: %d %v", n, err)
+			}
+			got += n
+		}
+	}
+}

@@ -72,7 +72,10 @@ type Stack struct {
 	link Link
 	mtu  int
 
-	epoch   time.Time // the first Poll's now; times below are ns since epoch
+	// Time: the stack counts int64 nanoseconds since epoch (the first
+	// Poll's now, monotonic). now is the current Poll's time on that scale;
+	// timers (ARP, and TCP's) are deadlines on it, noDeadline when unarmed.
+	epoch   time.Time
 	started bool
 	now     int64
 
@@ -81,7 +84,8 @@ type Stack struct {
 	txOut  []Frame // tx frames filled and waiting for TxSubmit
 	txDrop []Frame // tx frames to give back with TxFree at the end of Poll
 
-	ipID uint16 // IPv4 identification of the next packet we send
+	ipID uint16     // IPv4 identification of the next packet we send
+	tmpl txTemplate // constant header bytes of the frames we send
 
 	arp           arpCache
 	arpIncomplete bool           // an incomplete entry may exist: arpTimers scans the cache
@@ -110,13 +114,14 @@ func NewStack(cfg Config) (*Stack, error) {
 	if s.martian(cfg.Addr) || cfg.Addr == s.subnetBcast || (bits.OnesCount32(mask) < 31 && cfg.Addr.Uint32()&^mask == 0) {
 		return nil, fmt.Errorf("netstack: address %v/%d is not a usable host address", cfg.Addr, bits.OnesCount32(mask))
 	}
-	if cfg.Gateway != IPv4Zero && !s.onLink(cfg.Gateway) {
+	if cfg.Gateway != IPv4Zero && (!s.onLink(cfg.Gateway) || cfg.Gateway == cfg.Addr || cfg.Gateway == s.subnetBcast) {
 		return nil, errors.New("netstack: gateway " + cfg.Gateway.String() + " is not in our subnet: pick an on-link gateway")
 	}
 	if cfg.Batch > 1024 || cfg.PendingMax > 1<<16 || cfg.ARPCacheSize > 1<<20 {
 		return nil, errors.New("netstack: Batch (max 1024), PendingMax (max 65536) or ARPCacheSize (max 1M) too large")
 	}
 	s.cfg.ARPCacheSize = s.arp.init(cfg.ARPCacheSize)
+	s.tmpl.init(cfg.MAC, cfg.Addr)
 	s.rx = make([]Frame, cfg.Batch)
 	s.txPool = make([]Frame, 0, cfg.Batch)
 	s.txOut = make([]Frame, 0, cfg.Batch)

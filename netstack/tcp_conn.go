@@ -92,10 +92,11 @@ type tcpConn struct {
 
 	// Timers: absolute ns on the layer clock, 0 when off; deadline is the
 	// earliest, the key of the timer heap.
-	rtxAt, ackAt, kaAt, deadline int64
+	rtxAt, ackAt, kaAt, appAt, deadline int64
 
-	app TCPApp
-	ep  TCPEndpoint
+	app      TCPApp
+	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one
+	ep       TCPEndpoint
 }
 
 // newConn takes a conn from the pool, sets its key and puts it in the table.
@@ -145,7 +146,8 @@ func (l *tcpLayer) releaseApp(c *tcpConn) {
 	if c.app != nil && c.ep != nil {
 		c.ep.Release(c.app, l.nowT)
 	}
-	c.app, c.ep = nil, nil
+	c.app, c.ep, c.appTimer = nil, nil, nil
+	c.appAt = 0
 }
 
 // closeConn deletes c: app released, buffer and timers returned, out of the

@@ -68,6 +68,7 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 	c.tsOK = f.HasTimestamp && !l.cfg.NoTimestamps
 	if c.tsOK {
 		c.tsRecent = f.TSVal
+		c.mss -= 12 // RFC 6691: the MSS does not count options; each segment carries 12 bytes of timestamp
 	}
 	c.irs = seqnum(f.Seq)
 	c.rcvNxt = c.irs.add(1)
@@ -154,6 +155,7 @@ func (l *tcpLayer) establish(c *tcpConn) bool {
 		l.stats.PassiveOpens++
 		remote := netip.AddrPortFrom(IPv4AddrFromUint32(c.key.raddr).AsNetip(), c.key.rport)
 		c.app = c.ep.Accept(remote, l.nowT)
+		c.appTimer, _ = c.app.(TCPAppTimer)
 		if c.app == nil {
 			l.stats.AcceptRefused++
 			l.sendReset(c)
@@ -202,7 +204,10 @@ func (l *tcpLayer) synSent(c *tcpConn, f *TCPFields) {
 		c.sndWScale, c.rcvWScale = 0, 0
 	}
 	c.sackOK = c.sackOK && sackOffered
-	c.tsOK = c.tsOK && tsOffered
+	if c.tsOK && !tsOffered {
+		c.tsOK = false
+		c.mss += 12
+	}
 	if !hasAck {
 		// "Otherwise, enter SYN-RECEIVED, form a SYN,ACK segment" (simultaneous open).
 		l.setState(c, tcpSynRcvd)
@@ -430,6 +435,9 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 		c.kaAt = l.now + int64(l.cfg.KeepIdle)
 	}
 	wnd := uint32(f.Window) << c.sndWScale
+	if wnd == 0 && ack == c.sndUna {
+		c.retries = 0 // a zero-window peer answering our probes is alive
+	}
 	switch {
 	case ack.gt(c.sndUna):
 		// "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK."

@@ -28,6 +28,16 @@ type TCPApp interface {
 	PeerClosed(now time.Time)
 }
 
+// TCPAppTimer is optional for a TCPApp: an app with timeouts of its own
+// (httpd's header and idle timeouts; httpd.Conn has these methods). TCP reads
+// Deadline after each segment batch it handles for the connection and calls
+// Expire once it has passed; an app that expired reports Closing, and TCP
+// sends its FIN after the remaining output.
+type TCPAppTimer interface {
+	Deadline() time.Time
+	Expire(now time.Time) bool
+}
+
 // TCPEndpoint creates and releases the apps of a listener (or of the
 // connections a client opens). It is set up once, not called per segment.
 type TCPEndpoint interface {
@@ -227,9 +237,11 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		cfg:      cfg,
 		sec:      newTCPSecrets(cfg.Seed),
 		sink:     sink,
-		epoch:    now,
 		nowT:     now,
 		nextPort: cfg.PortLo,
+	}
+	if !now.IsZero() {
+		l.setNow(now)
 	}
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
@@ -241,7 +253,7 @@ func (l *tcpLayer) Stats() TCPStats { return l.stats }
 
 func (l *tcpLayer) setNow(now time.Time) {
 	if l.epoch.IsZero() {
-		l.epoch = now
+		l.epoch = now.Add(-1) // the clock starts at 1: a timer at 0 means off
 	}
 	l.nowT = now
 	l.now = int64(now.Sub(l.epoch))
@@ -298,6 +310,7 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		}
 		c := l.newConn(k)
 		c.app, c.ep = app, ep
+		c.appTimer, _ = app.(TCPAppTimer)
 		c.state = tcpSynSent
 		c.iss = l.sec.isnFor(k, l.now)
 		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
@@ -344,6 +357,7 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 		c := l.conns[i]
 		l.segment(c, &f, t.Payload())
 		if c.state != tcpClosed {
+			l.appDeadline(c)
 			l.schedule(c)
 		}
 		return
@@ -366,4 +380,18 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// appDeadline arms the app timer from the app's own deadline.
+func (l *tcpLayer) appDeadline(c *tcpConn) {
+	if c.appTimer == nil || c.app == nil {
+		c.appAt = 0
+		return
+	}
+	d := c.appTimer.Deadline()
+	if d.IsZero() {
+		c.appAt = 0
+		return
+	}
+	c.appAt = max(int64(d.Sub(l.epoch)), 1)
 }

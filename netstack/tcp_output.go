@@ -58,6 +58,11 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 		}
 	}
 	hl := f.HeaderLen()
+	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
+		// The segment must fit the MTU (MSS + 40): SACK blocks yield to data.
+		f.NSACK--
+		hl = f.HeaderLen()
+	}
 	b := l.sink.tcpBuf(c.key.raddr, c.key.laddr, hl+n)
 	if b == nil {
 		l.stats.TxNoBuf++
@@ -244,6 +249,7 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 				n = l.clipSacked(c, seq, n)
 			}
 			if !l.emitAt(c, seq, n, bufs, dataEnd, fin) {
+				l.txFailed(c)
 				break
 			}
 			sent = true
@@ -252,6 +258,7 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 		if fin && seq == dataEnd {
 			// FIN alone after all data (RFC 9293 3.10.4 CLOSE).
 			if !l.emitAt(c, seq, 0, bufs, dataEnd, fin) {
+				l.txFailed(c)
 				break
 			}
 			sent = true
@@ -346,4 +353,13 @@ func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
 		}
 	}
 	return n
+}
+
+// txFailed makes sure a segment that found no tx frame is tried again: the
+// RTO timer, which retries without backoff when nothing is in flight.
+func (l *tcpLayer) txFailed(c *tcpConn) {
+	if c.rtxAt == 0 || c.persist {
+		c.persist = false
+		c.rtxAt = l.now + c.rto
+	}
 }

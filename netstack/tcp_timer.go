@@ -59,7 +59,7 @@ func (q *tcpHeap) remove(c *tcpConn) {
 // schedule recomputes c's deadline from its timers and places it in the heap.
 func (l *tcpLayer) schedule(c *tcpConn) {
 	d := int64(0)
-	for _, t := range [3]int64{c.rtxAt, c.ackAt, c.kaAt} {
+	for _, t := range [4]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt} {
 		if t != 0 && (d == 0 || t < d) {
 			d = t
 		}
@@ -99,6 +99,18 @@ func (l *tcpLayer) fire(c *tcpConn) {
 	if c.kaAt != 0 && c.kaAt <= now {
 		c.kaAt = 0
 		l.keepTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.appAt != 0 && c.appAt <= now {
+		c.appAt = 0
+		if c.appTimer != nil && c.appTimer.Expire(l.nowT) {
+			l.output(c) // the app is closing: FIN after its output
+		}
+		if c.state != tcpClosed {
+			l.appDeadline(c)
+		}
 	}
 }
 
@@ -149,6 +161,7 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 // rtoExpired handles a retransmission timeout, RFC 6298 §5.4-5.7 and RFC 5681 §3.1.
 func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	if c.sndMax == c.sndUna {
+		l.output(c) // a send that found no tx frame: try again
 		return
 	}
 	l.stats.RTOTimeouts++
@@ -172,7 +185,17 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	c.rttOn = false
 	// Go back N from SND.UNA; output skips SACKed ranges.
 	c.sndNxt = c.sndUna
+	if c.sndWnd == 0 {
+		// The peer shrank its window to zero under data in flight: the
+		// retransmission of the first segment is the window probe
+		// (Linux does the same); its ACK resets the retry count.
+		l.retransmitAt(c, c.sndUna)
+		c.sndNxt = c.sndMax
+	}
 	l.output(c)
+	if c.rtxAt == 0 {
+		c.rtxAt = l.now + c.rto
+	}
 }
 
 // keepTimer sends keep-alive probes on an idle established connection and

@@ -343,3 +343,32 @@ func TestIdleServerSleeps(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionsSpreadOverShards opens 100 connections, each from its own
+// source port, and checks that every shard accepted some (the SO_REUSEPORT
+// hash; see netstack's TestReuseportBalance for the split itself).
+func TestConnectionsSpreadOverShards(t *testing.T) {
+	ts := startTestServer(t, nil)
+	if len(ts.CPUs) < 2 {
+		t.Skip("one CPU: a single shard")
+	}
+	for i := 0; i < 100; i++ {
+		c, br := ts.dial(t)
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		must(t, err)
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		c.Close()
+	}
+	var per []uint64
+	for _, r := range ts.Stats() {
+		per = append(per, r.Get("posix.accepted"))
+	}
+	t.Logf("connections per shard: %v", per)
+	for i, n := range per {
+		if n == 0 {
+			t.Fatalf("shard %d accepted no connections: %v", i, per)
+		}
+	}
+}
