@@ -83,9 +83,9 @@ func (s *shard) complete(c *conn) bool {
 	}
 	s.finish()
 	switch {
-	case !s.cfg.KeepAlive:
+	case !s.cfg.KeepAlive && c.p.close:
 		c.state, c.since = cDraining, s.now // wait for the server's FIN, so TIME_WAIT stays on its side
-	case c.p.close:
+	case !s.cfg.KeepAlive, c.p.close: // one-shot with a server that would keep the connection: close it ourselves
 		s.reconnect(c)
 		return false
 	}
