@@ -494,3 +494,17 @@ func TestRunChaos(t *testing.T) {
 	}
 	t.Logf("responses %d, errors %+v, connects %d", r.Requests, e, r.Connects)
 }
+
+// Closing Stop (SIGINT in the command) ends the run early with what it has.
+func TestRunStop(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	stop := make(chan struct{})
+	close(stop)
+	cfg.Stop = stop
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Seconds >= cfg.Duration.Seconds() {
+		t.Fatalf("ran %.1fs: Stop did not end the run before --duration", r.Seconds)
+	}
+}

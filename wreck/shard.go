@@ -149,7 +149,7 @@ func (s *shard) run(start, end int64) {
 	}
 	for !s.finished {
 		s.now = mono()
-		if s.now >= s.end || s.stop.Load() {
+		if s.now >= s.end {
 			break
 		}
 		if s.now >= s.nextTick {
@@ -243,7 +243,8 @@ func (s *shard) event(c *conn, ev uint32) {
 	}
 }
 
-// tick enforces timeouts and back-offs and publishes progress.
+// tick enforces timeouts and back-offs, publishes progress and checks the
+// stop flag.
 func (s *shard) tick() {
 	timeout := int64(s.cfg.Timeout)
 	for i := range s.conns {
@@ -269,6 +270,9 @@ func (s *shard) tick() {
 		}
 	}
 	s.publish()
+	if s.stop.Load() { // once a tick, not per request
+		s.finished = true
+	}
 }
 
 func (s *shard) publish() {
