@@ -277,3 +277,19 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 	must(t, sc.Err())
 	return m
 }
+
+// getNoFatal is get for goroutines other than the test's: errors come back
+// as status 0.
+func getNoFatal(c *http.Client, url string) (int, string, int) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error(), 0
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	if err != nil || resp.ContentLength != n {
+		return 0, fmt.Sprintf("body after %d bytes: %v", n, err), int(n)
+	}
+	return resp.StatusCode, hex.EncodeToString(h.Sum(nil)), int(n)
+}
