@@ -293,3 +293,5 @@ func getNoFatal(c *http.Client, url string) (int, string, int) {
 	}
 	return resp.StatusCode, hex.EncodeToString(h.Sum(nil)), int(n)
 }
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 4096) }
