@@ -8,12 +8,14 @@
 #
 #   bench/wreck-vs-wrk.sh                 # 3 rounds, -c64, 5s
 #   ROUNDS=5 CONNS=128 DUR=10 bench/wreck-vs-wrk.sh
+#   PIPELINE=16 bench/wreck-vs-wrk.sh    # wrk pipelines through a Lua script
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 DUR=${DUR:-5}
 PORT=${PORT:-18090}
+PIPELINE=${PIPELINE:-1}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 
@@ -66,6 +68,19 @@ for _ in $(seq 50); do
 done
 kill -0 "$nginx_pid" 2>/dev/null || { echo "wreck-vs-wrk: nginx did not start: $(cat "$tmp/logs/error.log")" >&2; exit 1; }
 
+wrk_args=()
+if ((PIPELINE > 1)); then
+	cat >"$tmp/pipeline.lua" <<LUA
+init = function(args)
+	local r = {}
+	for i = 1, $PIPELINE do r[i] = wrk.format() end
+	req = table.concat(r)
+end
+request = function() return req end
+LUA
+	wrk_args=(-s "$tmp/pipeline.lua")
+fi
+
 hz=$(getconf CLK_TCK)
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }   # user nice system irq softirq steal
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }                  # utime + stime
@@ -76,8 +91,8 @@ run() { # tool round -> appends "tool rps whole_us proc_us" to results
 	b0=$(busy)
 	s0=$(ticks "$nginx_pid")
 	case $tool in
-	wrk) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "$url" >"$out" ;;
-	wreck) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/wreck" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --duration "${DUR}s" >"$out" 2>/dev/null ;;
+	wrk) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "$url" >"$out" ;;
+	wreck) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/wreck" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>/dev/null ;;
 	esac
 	b1=$(busy)
 	s1=$(ticks "$nginx_pid")
@@ -97,7 +112,7 @@ done
 
 echo
 echo "load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
+echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, pipeline $PIPELINE, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
 echo
 echo "| client | req/s | machine CPU-us/req | client+server CPU-us/req | client CPU-us/req | server CPU-us/req |"
 echo "|---|---|---|---|---|---|"

@@ -2,7 +2,8 @@ package httpd
 
 // splitTarget splits a request-target into its raw path and query (RFC 9112
 // 3.2). Origin-form ("/p?q") and absolute-form ("http://host/p?q") are
-// accepted; asterisk- and authority-form are not served (ok is false).
+// accepted; authority-form, and asterisk-form other than "OPTIONS *" (which
+// serve answers before), are not (ok is false).
 func splitTarget(t []byte) (path, query []byte, ok bool) {
 	if len(t) == 0 {
 		return nil, nil, false

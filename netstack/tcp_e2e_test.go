@@ -218,7 +218,7 @@ func TestTCPEndToEnd(t *testing.T) {
 					for j := 0; j < k; j++ {
 						c := &sizeClient{sizes: sizes}
 						c.request()
-						if err := n.b.ConnectTCP(n.now, ipA, 80, c, rel); err != nil {
+						if _, err := n.b.ConnectTCP(n.now, ipA, 80, c, rel); err != nil {
 							t.Fatal(err)
 						}
 						cs = append(cs, c)

@@ -65,6 +65,7 @@ func (a *timedApp) Expire(now time.Time) bool {
 	a.expired++
 	a.closing = true
 	a.deadline = time.Time{}
+	a.out = nil // output dropped, as httpd does
 	return true
 }
 
@@ -85,5 +86,26 @@ func TestTCPAppTimer(t *testing.T) {
 	x.state(tcpFinWait1)
 	if app.expired != 1 {
 		t.Fatalf("Expire called %d times", app.expired)
+	}
+}
+
+// An app that expires with output in flight gets an abort: its output is gone.
+func TestTCPAppTimerAbort(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	app := &timedApp{testApp: testApp{room: -1}}
+	c.app, c.appTimer = app, app
+	app.write("response")
+	app.deadline = x.now.Add(500 * time.Millisecond)
+	x.kick(c)
+	x.l.appDeadline(c)
+	x.l.schedule(c)
+	x.expect(seg{TCPFields: fl(PA, 1001, 5001, 32768), data: "response"})
+	app.out = nil // dropped by Expire, as httpd does
+	x.advance(500 * time.Millisecond)
+	x.expect(seg{TCPFields: fl(R, 1009, 0, 0)})
+	x.state(tcpClosed)
+	if st := x.stats(); st.AppTimeouts != 1 || x.ep.released != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }

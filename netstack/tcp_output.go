@@ -234,7 +234,13 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 			c.sndNxt = seq
 		}
 		if seq.lt(dataEnd) {
-			wndEnd := c.sndUna.add(min(c.sndWnd, c.cwnd))
+			cwnd := c.cwnd
+			if !c.recovery && c.dupAcks > 0 && c.dupAcks < 3 {
+				// RFC 3042 limited transmit: one new segment per
+				// duplicate ACK, at most cwnd + 2*SMSS outstanding.
+				cwnd += uint32(c.dupAcks) * uint32(c.mss)
+			}
+			wndEnd := c.sndUna.add(min(c.sndWnd, cwnd))
 			if !seq.lt(wndEnd) {
 				break
 			}

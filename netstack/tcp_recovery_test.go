@@ -205,3 +205,38 @@ func TestTCPSeqWrap(t *testing.T) {
 		t.Fatalf("app %q advanced %d", app.received(), app.advanced)
 	}
 }
+
+// RFC 3042 limited transmit: each of the first two duplicate ACKs lets one
+// new segment out; with SACK, recovery starts as soon as more than two
+// segments are SACKed above the hole (RFC 6675 IsLost), here on the
+// second duplicate ACK.
+func TestTCPLimitedTransmitSACKLoss(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	d := pattern(1460 * 8)
+	app.write(d)
+	c.cwnd = 3 * 1460
+	x.kick(c)
+	if got := len(x.recv()); got != 3 {
+		t.Fatalf("%d segments for cwnd 3", got)
+	}
+	seq := func(i int) uint32 { return 1001 + uint32(1460*i) }
+	dup := func(blocks ...TCPSACKBlock) seg {
+		f := fl(A, 5001, 1001, 65535)
+		f.NSACK = copy(f.SACK[:], blocks)
+		return seg{TCPFields: f}
+	}
+	// Segment 0 lost. Dup ACK 1 (SACK 1): segment 3 goes out.
+	x.send(dup(TCPSACKBlock{seq(1), seq(2)}))
+	x.expect(seg{TCPFields: fl(A, seq(3), 5001, 32768), data: d[seq(3)-1001 : seq(4)-1001]})
+	// Dup ACK 2: segments 1, 2, 3 SACKed: recovery, retransmit 0.
+	x.send(dup(TCPSACKBlock{seq(1), seq(4)})) // segments 1-3 SACKed: recovery
+	got := x.recv()
+	if len(got) == 0 || got[0].Seq != seq(0) || got[0].data != d[:1460] {
+		t.Fatalf("sent %v", got)
+	}
+	if !c.recovery || x.stats().FastRetransmits != 1 {
+		t.Fatalf("recovery %v stats %+v", c.recovery, x.stats())
+	}
+}

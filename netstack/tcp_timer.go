@@ -106,7 +106,19 @@ func (l *tcpLayer) fire(c *tcpConn) {
 	if c.appAt != 0 && c.appAt <= now {
 		c.appAt = 0
 		if c.appTimer != nil && c.appTimer.Expire(l.nowT) {
-			l.output(c) // the app is closing: FIN after its output
+			// The app timed out and dropped its output (httpd's
+			// contract). Nothing in flight and nothing left: an
+			// orderly FIN; otherwise the byte stream cannot be
+			// finished, so abort.
+			l.stats.AppTimeouts++
+			bufs, _, _ := l.sendQueue(c)
+			if c.sndMax == c.sndUna && len(bufs) == 0 {
+				l.output(c)
+			} else {
+				l.sendReset(c)
+				l.closeConn(c)
+				return
+			}
 		}
 		if c.state != tcpClosed {
 			l.appDeadline(c)

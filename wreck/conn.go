@@ -23,6 +23,7 @@ type conn struct {
 	gen    int32 // bumped per socket; epoll events carry it to drop stale ones
 	state  cstate
 	queued bool // on the shard's retry list
+	outOn  bool // EPOLLOUT is in the socket's epoll interest
 	p      parser
 
 	carry []byte // unparsed tail of the last read (an incomplete head)
