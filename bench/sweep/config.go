@@ -37,6 +37,7 @@ type Config struct {
 	ClientExec      []string   // argv prefix that runs a command on the client machine, e.g. ssh loadgen
 	ClientThreads   int        // wrk -t and wreck --smp on the client machine
 	SetChannels     bool       // run `ethtool -L Iface combined k` before each shard count
+	IRQAffinity     bool       // point queue q's interrupt at shard q's CPU for each shard count
 	ClientWreck     string     // wreck's path on the client machine
 	ClientWrkScript string     // bench/wrk-pipeline.lua's path on the client machine
 
@@ -123,6 +124,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Iface != "" {
+		if len(c.ServerCPUs) == 0 {
+			return fmt.Errorf("--iface %s needs --cpuset, the CPUs on the NIC's NUMA node for the shards", c.Iface)
+		}
 		if !c.ServerAddr.Is4() {
 			return fmt.Errorf("--iface %s needs --host-ipv4-addr, the server's IPv4 address on it", c.Iface)
 		}

@@ -53,6 +53,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&clientExec, "client-exec", "", "bare metal: command prefix that runs the client on the client machine, e.g. \"ssh root@loadgen\"")
 	fs.IntVar(&c.ClientThreads, "client-threads", 0, "bare metal: client threads (wrk -t, wreck --smp) on the client machine")
 	fs.BoolVar(&c.SetChannels, "set-channels", false, "bare metal: `ethtool -L IFACE combined k` before each shard count k")
+	fs.BoolVar(&c.IRQAffinity, "irq-affinity", false, "bare metal: pin queue q's interrupt to shard q's CPU for each shard count (irqbalance must be off)")
 	fs.StringVar(&c.ClientWreck, "client-wreck", "wreck", "bare metal: wreck's path on the client machine")
 	fs.StringVar(&c.ClientWrkScript, "client-wrk-script", "/tmp/wrk-pipeline.lua", "bare metal: bench/wrk-pipeline.lua's path on the client machine")
 	if err := fs.Parse(args); err != nil {

@@ -72,6 +72,11 @@ func newIfaceTarget(cfg *Config, smp int) (*target, error) {
 			return nil, fmt.Errorf("ethtool -L %s combined %d: %v: %s", cfg.Iface, smp, err, strings.TrimSpace(string(out)))
 		}
 	}
+	if cfg.IRQAffinity {
+		if err := pinQueueIRQs(cfg.Iface, cfg.ServerCPUs[:smp]); err != nil {
+			return nil, err
+		}
+	}
 	return &target{
 		serverIP: cfg.ServerAddr, iface: cfg.Iface,
 		clientPre: cfg.ClientExec, serverCPUs: cfg.ServerCPUs[:smp],
