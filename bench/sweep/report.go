@@ -48,7 +48,11 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("wreck times every request; wrk has no p99.9, and with pipelining it records one latency per batch of pipelined requests.\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
-	p("Servers: %s.\n\n", r.serverList())
+	p("Servers: %s.\n", r.serverList())
+	if r.XDPMode != "" {
+		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
+	}
+	p("\n")
 	if len(r.Skipped) > 0 {
 		keys := sortedKeys(r.Skipped)
 		for _, k := range keys {

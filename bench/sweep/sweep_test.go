@@ -280,6 +280,10 @@ func TestIfaceMode(t *testing.T) {
 	if why, ok := res.Skipped["posix"]; ok {
 		t.Fatalf("posix skipped: %s", why)
 	}
+	// veth has no zero-copy AF_XDP: the report must say copy mode.
+	if _, skipped := res.Skipped["native"]; !skipped && !strings.Contains(res.XDPMode, "bound in copy mode") {
+		t.Errorf("native's bind line %q does not say copy mode", res.XDPMode)
+	}
 	if err := res.WriteFiles(nil); err != nil {
 		t.Fatal(err)
 	}
