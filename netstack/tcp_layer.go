@@ -179,6 +179,7 @@ type TCPStats struct {
 	RTOTimeouts      uint64
 	RTOAborts        uint64 // Retries exhausted: RST
 	FastRetransmits  uint64
+	TailLossProbes   uint64 // RFC 8985 probes sent
 	SACKSkipped      uint64 // bytes not retransmitted because SACKed
 	PersistProbes    uint64
 	KeepProbes       uint64
