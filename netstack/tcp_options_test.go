@@ -117,7 +117,7 @@ type stubbornApp struct {
 	calls int
 }
 
-func (a *stubbornApp) Deadline() time.Time      { return time.Unix(1, 0) }
+func (a *stubbornApp) Deadline() time.Time       { return time.Unix(1, 0) }
 func (a *stubbornApp) Expire(now time.Time) bool { a.calls++; return false }
 
 func TestTCPAppTimerNoSpin(t *testing.T) {
