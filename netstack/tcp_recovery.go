@@ -89,7 +89,10 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 		return
 	}
 	// RFC 6582 3.2 (2): enter only if the ACK covers more than recover.
-	if !c.sndUna.gt(c.recover) {
+	// With SACK the duplicate ACKs of a loss right at recover are told
+	// apart from those of our own retransmissions (RFC 6675 5: enter
+	// unless already in recovery), so ACK == recover is enough.
+	if !c.sndUna.gt(c.recover) && !(c.sackOK && c.sndUna == c.recover) {
 		return
 	}
 	l.stats.FastRetransmits++
