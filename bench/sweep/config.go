@@ -41,6 +41,8 @@ type Config struct {
 	ClientWreck     string     // wreck's path on the client machine
 	ClientWrkScript string     // bench/wrk-pipeline.lua's path on the client machine
 
+	ReportFrom string `json:"-"` // rewrite the outputs from this saved JSON instead of measuring
+
 	Out  string // markdown file whose sweep section is replaced ("" : none)
 	SVG  string // plot of req/s per shard count for the first pipeline depth ("": none)
 	JSON string // raw samples ("": none)

@@ -101,3 +101,21 @@ func ModulePlotter(ctx context.Context, root string) func(in, out string) error 
 		return nil
 	}
 }
+
+// LoadResults reads a sweep saved with --json, to rewrite its report and
+// plots into out's Out, SVG and JSON paths without measuring again.
+func LoadResults(path string, out Config) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read saved sweep: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parse saved sweep %s: %w", path, err)
+	}
+	if r.Config == nil || len(r.Points) == 0 {
+		return nil, fmt.Errorf("saved sweep %s has no config or no samples: give a file written by bench sweep --json", path)
+	}
+	r.Config.Out, r.Config.SVG, r.Config.JSON = out.Out, out.SVG, ""
+	return &r, nil
+}

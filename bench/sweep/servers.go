@@ -32,6 +32,9 @@ func serverPort(name string) int {
 	panic("sweep: unknown server " + name) // names are validated by Config
 }
 
+// peersBuildLimit bounds building bench/peers, downloads included.
+const peersBuildLimit = 2 * time.Minute
+
 // binaries are the programs the sweep built into its temporary directory.
 type binaries struct {
 	dir          string
@@ -45,7 +48,7 @@ type binaries struct {
 // modules) only skips fasthttp and gnet.
 func build(ctx context.Context, root, dir string, needPeers bool) (*binaries, error) {
 	b := &binaries{dir: dir, httpd: filepath.Join(dir, "httpd"), wreck: filepath.Join(dir, "wreck")}
-	gobuild := func(moddir, out string, pkgs ...string) error {
+	gobuild := func(ctx context.Context, moddir, out string, pkgs ...string) error {
 		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", out}, pkgs...)...)
 		cmd.Dir = moddir
 		if o, err := cmd.CombinedOutput(); err != nil {
@@ -53,15 +56,19 @@ func build(ctx context.Context, root, dir string, needPeers bool) (*binaries, er
 		}
 		return nil
 	}
-	if err := gobuild(root, b.httpd, "./cmd/httpd"); err != nil {
+	if err := gobuild(ctx, root, b.httpd, "./cmd/httpd"); err != nil {
 		return nil, err
 	}
-	if err := gobuild(root, b.wreck, "./cmd/wreck"); err != nil {
+	if err := gobuild(ctx, root, b.wreck, "./cmd/wreck"); err != nil {
 		return nil, err
 	}
 	if needPeers {
+		// Its modules may have to be downloaded: bounded, so a machine
+		// without a module proxy skips the peers instead of hanging.
+		pctx, cancel := context.WithTimeout(ctx, peersBuildLimit)
+		defer cancel()
 		b.peers = filepath.Join(dir, "peers")
-		if b.peersErr = gobuild(filepath.Join(root, "bench", "peers"), b.peers, "."); b.peersErr != nil {
+		if b.peersErr = gobuild(pctx, filepath.Join(root, "bench", "peers"), b.peers, "."); b.peersErr != nil {
 			b.peers = ""
 		}
 	}
