@@ -319,6 +319,7 @@ func TestMainBadFlags(t *testing.T) {
 		{"--server", "no-port"},
 		{"--server", "127.0.0.1:99999"},
 		{"--server", "x:1", "--cpuset", "1023"},
+		{"--server", "x:1", "--conn", "100000000"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(args, &out, &errOut)
