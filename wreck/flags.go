@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // headerList is the repeatable --header flag.
@@ -85,7 +86,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	quit := make(chan struct{})
 	defer close(quit)
