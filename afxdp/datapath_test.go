@@ -96,7 +96,7 @@ func TestReceiveDropsBadDescriptors(t *testing.T) {
 	if f := s.Frame(got[0].Addr, int(got[0].Len)); len(f) != 100 {
 		t.Fatalf("Frame len %d", len(f))
 	}
-	if s.Frame(got[0].Addr, 1793) != nil || s.Frame(16*2048, 1) != nil || s.Frame(0, -1) != nil {
+	if s.Frame(got[0].Addr, 1793) != nil || s.Frame(16*2048, 1) != nil || s.Frame(0, -1) != nil || s.Frame(0, 1<<32+1) != nil {
 		t.Fatal("Frame returned bytes outside one chunk")
 	}
 	if s.rx.consumer.Load() != 4 {
