@@ -7,7 +7,7 @@
 #   bench/posix-vs-nginx.sh            # 3 rounds of 5 s per server
 #   ROUNDS=5 DURATION=10s bench/posix-vs-nginx.sh
 #
-# smp 1: the server on CPU 1, wrk on CPU 0 (taskset). smp 2: the servers on
+# smp 1: the server process (every thread) on CPU 1, wrk on CPU 0 (taskset). smp 2: the servers on
 # CPUs 0-1 and wrk unpinned, sharing them. CPU per request counts every busy
 # jiffy of the machine (/proc/stat: all but idle, iowait and steal) during the
 # wrk run, divided by the requests served: client and server together, so the
@@ -49,8 +49,8 @@ go build -o "$dir/httpd" ./cmd/httpd
 
 # nginx with its own prefix, config, pid and logs under $dir; foreground so
 # that $! is its master pid.
-start_nginx() { # name workers affinity port
-	local name=$1 workers=$2 affinity=$3 port=$4 p="$dir/$1"
+start_nginx() { # name workers affinity cpus port
+	local name=$1 workers=$2 affinity=$3 cpus=$4 port=$5 p="$dir/$1"
 	mkdir -p "$p/logs"
 	cat >"$p/nginx.conf" <<CONF
 worker_processes $workers;
@@ -69,19 +69,19 @@ http {
 	}
 }
 CONF
-	nginx -p "$p" -c "$p/nginx.conf" -g 'daemon off;' &
+	taskset -c "$cpus" nginx -p "$p" -c "$p/nginx.conf" -g 'daemon off;' &
 	pids+=($!)
 }
 
 start_httpd() { # smp cpuset port
-	"$dir/httpd" --smp "$1" --cpuset "$2" --address 127.0.0.1 --port "$3" 2>"$dir/httpd-$1.log" &
+	taskset -c "$2" "$dir/httpd" --smp "$1" --cpuset "$2" --address 127.0.0.1 --port "$3" 2>"$dir/httpd-$1.log" &
 	pids+=($!)
 }
 
 start_httpd 1 1 $((BASE_PORT + 1))
-start_nginx nginx1 1 10 $((BASE_PORT + 2))
+start_nginx nginx1 1 10 1 $((BASE_PORT + 2))
 start_httpd 2 0-1 $((BASE_PORT + 3))
-start_nginx nginx2 2 "01 10" $((BASE_PORT + 4))
+start_nginx nginx2 2 "01 10" 0-1 $((BASE_PORT + 4))
 names=("httpd --smp 1" "nginx, 1 worker" "httpd --smp 2" "nginx, 2 workers")
 wrkcpu=("taskset -c 0" "taskset -c 0" "" "")
 

@@ -45,6 +45,8 @@
 //     in-memory cache, so no request reaches the file system.
 //   - Every response carries Content-Length except 204 and a handler's 304,
 //     where RFC 9110 8.6 forbids it; static 304s carry the 200's length.
+//   - "OPTIONS *" gets 200 with Allow; other asterisk-form and authority-form
+//     targets get 400.
 //   - Bare LF line endings are refused (400), as are leading whitespace lines
 //     inside the header section (obs-fold).
 //   - A header timeout closes without a response (no 408), as nginx does.

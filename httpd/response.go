@@ -89,16 +89,23 @@ func (c *Conn) serve() {
 	base := c.in[c.r:]
 	method := base[:h.methodLen:h.methodLen]
 	target := base[h.targetOff : h.targetOff+h.targetLen : h.targetOff+h.targetLen]
+	if len(target) == 1 && target[0] == '*' && string(method) == "OPTIONS" {
+		c.respondText(200, false, nil, nil) // the server's options (RFC 9110 9.3.7)
+		return
+	}
 	rawPath, query, ok := splitTarget(target)
 	if !ok {
 		c.fail(400)
 		return
 	}
-	path, ok := cleanPath(c.path, rawPath)
-	c.path = path[:0]
-	if !ok {
-		c.fail(400)
-		return
+	path := rawPath[:len(rawPath):len(rawPath)]
+	if needsClean(rawPath) {
+		path, ok = cleanPath(c.path, rawPath)
+		c.path = path[:0]
+		if !ok {
+			c.fail(400)
+			return
+		}
 	}
 	r := &c.req
 	r.Method, r.Target, r.Path, r.Query = method, target, path, query
@@ -250,18 +257,21 @@ func (c *Conn) callHandler(h Handler) (ok bool) {
 }
 
 // respondText queues a short text/plain response built in the arena: errors,
-// 404, 405 (with Allow) and 301 (with Location loc + "/" + "?" query, loc
-// being a clean decoded path).
+// 404, 405 (with Allow), 301 (with Location loc + "/" + "?" query, loc being a
+// clean decoded path) and 200 for "OPTIONS *" (with Allow, no body).
 func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
 	reason := statusText(status)
 	bodyLen := 3 + 1 + len(reason) + 1
+	if status == 200 {
+		isHead, bodyLen = true, 0
+	}
 	b, start := c.beginArena()
 	b = appendStatusLine(b, status)
 	b = append(b, serverLine...)
 	b = append(b, c.srv.date.date...)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
 	switch status {
-	case 405:
+	case 200, 405:
 		b = append(b, "Allow: GET, HEAD\r\n"...)
 	case 301:
 		// The clean path, re-encoded: a raw "//host" must not become a

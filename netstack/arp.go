@@ -129,10 +129,13 @@ func (s *Stack) arpInput(e Ethernet) {
 		return
 	}
 	forUs := tpa == s.cfg.Addr
-	// RFC 826 merge: update the sender if known; add it when the packet is
-	// for us. spa 0.0.0.0 is an RFC 5227 probe: nothing to learn.
+	// RFC 826 merge: update the sender if known; add it when it asks for
+	// us (it is about to talk to us). An unsolicited reply only updates, as
+	// Linux does with arp_accept=0, so it cannot plant entries; a reply we
+	// asked for finds its incomplete entry. spa 0.0.0.0 is an RFC 5227
+	// probe: nothing to learn.
 	if spa != IPv4Zero && s.onLink(spa) {
-		s.arpLearn(spa, sha, forUs)
+		s.arpLearn(spa, sha, forUs && op == ARPRequest)
 	}
 	if !forUs {
 		s.stats.ARPNotForUs++
@@ -150,6 +153,11 @@ func (s *Stack) arpInput(e Ethernet) {
 func (s *Stack) sendARP(op uint16, ethDst, tha MAC, tpa IPv4Addr) {
 	f, ok := s.allocTx()
 	if !ok {
+		return
+	}
+	if len(f.Buf) < EthernetHeaderLen+ARPLen { // a link with tiny frames
+		s.freeTx(f)
+		s.stats.TxNoFrame++
 		return
 	}
 	(&EthernetFields{Dst: ethDst, Src: s.cfg.MAC, Type: EtherTypeARP}).Encode(f.Buf)

@@ -64,6 +64,12 @@ func (s *Stack) ipv4Input(e Ethernet) {
 		}
 		return
 	}
+	if e.Dst() == MACBroadcast {
+		// RFC 1122 3.3.6: a unicast datagram in a link-layer broadcast is
+		// silently discarded.
+		s.stats.IPv4LinkBcast++
+		return
+	}
 	// A valid packet for us: its sender is a live neighbour (or, off-link,
 	// reached through the gateway, whose entry gleaning cannot refresh).
 	if s.onLink(src) {

@@ -135,7 +135,10 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 		return nil, err
 	}
 	if cfg.TCP.MSS == 0 {
-		cfg.TCP.MSS = uint16(mtu - 40)
+		// Room for the largest TCP option block (40 bytes: timestamps and
+		// SACK blocks) beside the 40 bytes of IPv4 and TCP headers, so no
+		// segment outgrows the MTU.
+		cfg.TCP.MSS = uint16(mtu - 80)
 	}
 	st.EnableTCP(cfg.TCP)
 	n := &Native{

@@ -23,6 +23,9 @@ func (n *Native) Report(r *shard.Report) {
 	r.Add("ip.held_tx", uint64(n.stack.HeldTx()))
 	ts := n.stack.TCPStats()
 	addFields(r, "tcp.", ts)
+	if l := n.stack.tcp; l != nil {
+		r.Add("tcp.rcv_bufs_used", uint64(l.rbufsMade-len(l.rbufs)))
+	}
 	h := n.srv.Stats()
 	r.Add("http.requests", h.Requests)
 	for i, v := range h.Responses {

@@ -235,3 +235,39 @@ func BenchmarkPosixRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// TestPosixPeerResetMidResponse: a client that resets its connection while a
+// large response is still queued must leave the shard with nothing open and
+// the drop counted, not an fd reported by epoll forever.
+func TestPosixPeerResetMidResponse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), bytes.Repeat([]byte("r"), 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, addr := startPosix(t, httpd.Config{Docroot: dir})
+	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetLinger(0) // Close sends RST
+	c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m := shard.Merge(g.Stats())
+		if m.Get("posix.open") == 0 && m.Get("posix.closed") == 1 {
+			if m.Get("posix.write_errors")+m.Get("posix.read_errors") != 1 {
+				t.Fatalf("the reset was not counted: %v", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connection still open after the peer's reset: %v", m)
+		}
+	}
+}

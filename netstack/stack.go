@@ -172,13 +172,7 @@ func (s *Stack) Close(link Link) {
 // when it stopped with frames still queued on the link, the zero Time when no
 // timer is armed.
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
-	if !s.started {
-		s.epoch, s.started = now, true
-	}
-	if t := now.Sub(s.epoch).Nanoseconds(); t > s.now {
-		s.now = t
-	}
-	s.link, s.mtu = link, link.MTU()
+	s.enter(now, link)
 	s.stats.Polls++
 
 	more := false
@@ -203,16 +197,8 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	next := s.arpTimers()
 	next = minDeadline(next, s.tcpPoll(now))
 
-	s.submitTx()
-	// Unused frames of txPool stay with the stack for the next Poll: one
-	// TxAlloc per Batch frames sent, not one per Poll.
-	if len(s.txDrop) > 0 {
-		link.TxFree(s.txDrop)
-		clear(s.txDrop)
-		s.txDrop = s.txDrop[:0]
-	}
+	s.leave()
 	link.Flush()
-	s.link = nil
 
 	if more {
 		return now
@@ -221,6 +207,34 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 		return time.Time{}
 	}
 	return s.epoch.Add(time.Duration(next))
+}
+
+// enter advances the stack's clock to now (never backwards) and opens the
+// transmit path on link. Poll starts with it; code that transmits outside
+// Poll (a send from the shard between Polls) brackets itself with enter and
+// leave, and the next Poll flushes.
+func (s *Stack) enter(now time.Time, link Link) {
+	if !s.started {
+		s.epoch, s.started = now, true
+	}
+	if t := now.Sub(s.epoch).Nanoseconds(); t > s.now {
+		s.now = t
+	}
+	s.link, s.mtu = link, link.MTU()
+}
+
+// leave submits the frames produced since enter, gives back the ones
+// dropped, and closes the transmit path. It does not Flush. Unused frames of
+// txPool stay with the stack: one TxAlloc per Batch frames sent, not one per
+// Poll.
+func (s *Stack) leave() {
+	s.submitTx()
+	if len(s.txDrop) > 0 {
+		s.link.TxFree(s.txDrop)
+		clear(s.txDrop)
+		s.txDrop = s.txDrop[:0]
+	}
+	s.link = nil
 }
 
 // noDeadline is the internal "no timer armed" deadline.

@@ -77,6 +77,25 @@ func TestARPNotForUs(t *testing.T) {
 	c.expectNone()
 }
 
+// TestARPUnsolicitedReply: a reply we did not ask for does not add an
+// entry (it would let anyone plant one); it updates an existing one.
+func TestARPUnsolicitedReply(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(arpFrame(t, macB, macA, ARPReply, macB, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e != nil {
+		t.Fatalf("unsolicited reply created %+v", e)
+	}
+	c.send(pingFromB(t, 1, "")) // gleaned
+	c.link.Discard()
+	c.send(arpFrame(t, macC, macA, ARPReply, macC, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e == nil || e.mac != macC {
+		t.Fatalf("reply did not update the entry: %+v", e)
+	}
+	if st := c.stats(); st.ARPRepliesRx != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 func TestARPBadPackets(t *testing.T) {
 	c := newTestCtx(t, nil)
 	good := arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA)
@@ -155,11 +174,12 @@ func TestEchoDrops(t *testing.T) {
 		mod(func(b []byte) { b[16], b[17] = 0, 19 }),                                                  // total length < IHL
 		mod(func(b []byte) { b[16], b[17] = 0x05, 0xdc }),                                             // total length > frame
 		good[:14+19],
-		mod(func(b []byte) { b[23] = 17 }), // UDP (header checksum now wrong: fixed below)
+		mod(func(b []byte) { b[23] = 17 }),               // protocol byte changed: header checksum fails
+		mod(func(b []byte) { copy(b, MACBroadcast[:]) }), // unicast IP in a link broadcast
 	)
 	c.expectNone()
 	st := c.stats()
-	want := Stats{RxFrames: 16, Polls: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
+	want := Stats{RxFrames: 17, Polls: 1, IPv4LinkBcast: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
 		IPv4Fragments: 2, IPv4BadSrc: 2, IPv4BadChecksum: 2, IPv4BadVersion: 1, IPv4BadHeaderLen: 1,
 		IPv4BadTotalLen: 1, IPv4Truncated: 2}
 	if st != want {
@@ -356,13 +376,13 @@ func TestARPEntryExpires(t *testing.T) {
 	c.link.Discard()
 	c.advance(10 * time.Second)
 	// Sending to B now needs a new resolution.
-	c.s.link, c.s.mtu = c.link, c.link.MTU()
-	f, _, ok := c.s.allocIPv4()
-	if !ok {
-		t.Fatal("no frame")
-	}
-	c.s.sendIPv4(f, ipB, ProtoUDP, 0)
-	c.poll()
+	c.during(func() {
+		f, _, ok := c.s.allocIPv4()
+		if !ok {
+			t.Fatal("no frame")
+		}
+		c.s.sendIPv4(f, ipB, ProtoUDP, 0)
+	})
 	c.expect(arpFrame(t, macA, MACBroadcast, ARPRequest, macA, ipA, MACZero, ipB))
 	if c.s.Pending() != 1 {
 		t.Fatalf("pending %d", c.s.Pending())

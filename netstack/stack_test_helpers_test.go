@@ -192,10 +192,9 @@ func replyToB(t testing.TB, id, seq uint16, data string) []byte {
 // then submits and flushes as Poll's end does. Tests of the transmit API
 // (allocIPv4, sendIPv4) use it.
 func (c *testCtx) during(fn func()) {
-	c.s.link, c.s.mtu = c.link, c.link.MTU()
+	c.s.enter(c.now, c.link)
 	fn()
-	c.s.submitTx()
+	c.s.leave()
 	c.link.Flush()
-	c.s.link = nil
 	c.checkLent()
 }

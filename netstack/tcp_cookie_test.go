@@ -104,7 +104,7 @@ func TestTCPActiveOpen(t *testing.T) {
 	x := newTCPTest(t, cfg)
 	app := newTestApp()
 	app.write("GET / HTTP/1.1\r\n\r\n")
-	if err := x.l.connect(x.now, tRemote, 8080, app, x.ep); err != nil {
+	if _, err := x.l.connect(x.now, tRemote, 8080, app, x.ep); err != nil {
 		t.Fatal(err)
 	}
 	x.expectNothing()
@@ -136,13 +136,13 @@ func TestTCPActiveOpen(t *testing.T) {
 		t.Fatalf("negotiated mss %d ws %d sack %v ts %v wnd %d", c.mss, c.sndWScale, c.sackOK, c.tsOK, c.sndWnd)
 	}
 	// The next connect takes the next port the filter passes.
-	if err := x.l.connect(x.now, tRemote, 8080, newTestApp(), x.ep); err != nil {
+	if _, err := x.l.connect(x.now, tRemote, 8080, newTestApp(), x.ep); err != nil {
 		t.Fatal(err)
 	}
 	if x.l.table.lookup(tcpKey{raddr: ip4(tRemote), laddr: ip4(tLocal), rport: 8080, lport: 50007}) < 0 {
 		t.Fatal("second connect not on port 50007")
 	}
-	if err := x.l.connect(x.now, tRemote, 8080, newTestApp(), x.ep); err != ErrTCPNoPort {
+	if _, err := x.l.connect(x.now, tRemote, 8080, newTestApp(), x.ep); err != ErrTCPNoPort {
 		t.Fatalf("third connect: %v, want ErrTCPNoPort", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestTCPActiveOpen(t *testing.T) {
 func TestTCPSynSentReset(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	app := newTestApp()
-	if err := x.l.connect(x.now, tRemote, 8080, app, x.ep); err != nil {
+	if _, err := x.l.connect(x.now, tRemote, 8080, app, x.ep); err != nil {
 		t.Fatal(err)
 	}
 	x.advance(0)
@@ -167,4 +167,37 @@ func TestTCPSynSentReset(t *testing.T) {
 	if st := x.stats(); st.ResetsIn != 1 || x.ep.released != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// WakeTCP: output queued outside Feed/Advance goes out at the next poll;
+// a stale handle does nothing.
+func TestTCPWake(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	app := newTestApp()
+	h, err := x.l.connect(x.now, tRemote, 8080, app, x.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.key = tcpKey{raddr: ip4(tRemote), laddr: ip4(tLocal), rport: 8080, lport: 32768}
+	c := x.conn()
+	x.advance(0)
+	x.recv()
+	sa := fl(SA, 7000, uint32(c.iss)+1, 1000)
+	sa.SrcPort, sa.DstPort, sa.MSS = 8080, 32768, 1460
+	x.send(seg{TCPFields: sa})
+	x.recv()
+	app.write("later")
+	x.advance(0)
+	x.expectNothing()
+	x.l.wake(h)
+	x.l.wake(h)
+	x.advance(0)
+	w := fl(PA, uint32(c.iss)+1, 7001, 32768)
+	w.SrcPort, w.DstPort = 32768, 8080
+	x.expect(seg{TCPFields: w, data: "later"})
+	x.send(seg{TCPFields: TCPFields{SrcPort: 8080, DstPort: 32768, Flags: R, Seq: 7001}})
+	x.state(tcpClosed)
+	x.l.wake(h) // stale
+	x.advance(0)
+	x.expectNothing()
 }

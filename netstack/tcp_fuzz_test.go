@@ -202,6 +202,17 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 		t.Fatalf("table %d/%d conns %d synrcvd %d/%d timewait %d/%d", n, l.table.n, l.stats.Conns,
 			synRcvd, l.stats.SynRcvd, timeWaits, l.stats.TimeWaits)
 	}
+	tw, prev := 0, int32(-1)
+	for id := l.twHead; id >= 0; id = l.conns[id].twNext {
+		if c := l.conns[id]; c.state != tcpTimeWait || c.twPrev != prev || tw > len(l.conns) {
+			t.Fatalf("TIME-WAIT list broken at %d", id)
+		}
+		prev = id
+		tw++
+	}
+	if tw != l.stats.TimeWaits || prev != l.twTail {
+		t.Fatalf("TIME-WAIT list has %d, gauge %d", tw, l.stats.TimeWaits)
+	}
 	for i := 1; i < len(l.timers.h); i++ {
 		if l.timers.h[(i-1)/2].deadline > l.timers.h[i].deadline {
 			t.Fatal("timer heap order broken")

@@ -65,6 +65,7 @@ func (a *timedApp) Expire(now time.Time) bool {
 	a.expired++
 	a.closing = true
 	a.deadline = time.Time{}
+	a.out = nil // output dropped, as httpd does
 	return true
 }
 
@@ -85,5 +86,48 @@ func TestTCPAppTimer(t *testing.T) {
 	x.state(tcpFinWait1)
 	if app.expired != 1 {
 		t.Fatalf("Expire called %d times", app.expired)
+	}
+}
+
+// An app that expires with output in flight gets an abort: its output is gone.
+func TestTCPAppTimerAbort(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	app := &timedApp{testApp: testApp{room: -1}}
+	c.app, c.appTimer = app, app
+	app.write("response")
+	app.deadline = x.now.Add(500 * time.Millisecond)
+	x.kick(c)
+	x.l.appDeadline(c)
+	x.l.schedule(c)
+	x.expect(seg{TCPFields: fl(PA, 1001, 5001, 32768), data: "response"})
+	app.out = nil // dropped by Expire, as httpd does
+	x.advance(500 * time.Millisecond)
+	x.expect(seg{TCPFields: fl(R, 1009, 0, 0)})
+	x.state(tcpClosed)
+	if st := x.stats(); st.AppTimeouts != 1 || x.ep.released != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// stubbornApp reports a past deadline but never expires (a slow reader
+// still taking output, in httpd's terms): poll must not spin.
+type stubbornApp struct {
+	testApp
+	calls int
+}
+
+func (a *stubbornApp) Deadline() time.Time       { return time.Unix(1, 0) }
+func (a *stubbornApp) Expire(now time.Time) bool { a.calls++; return false }
+
+func TestTCPAppTimerNoSpin(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	app := &stubbornApp{testApp: testApp{room: -1}}
+	c.app, c.appTimer = app, app
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)})
+	x.advance(10 * time.Millisecond)
+	if app.calls < 1 || app.calls > 11 {
+		t.Fatalf("Expire called %d times in 10 ms", app.calls)
 	}
 }

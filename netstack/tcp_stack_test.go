@@ -74,7 +74,7 @@ func newStackPair(tb testing.TB, respLen int) *stackPair {
 	}
 	p.cl = &rrClient{req: []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n\n"), respLen: respLen}
 	p.cl.out = append(p.cl.base[:0], p.cl.req)
-	if err := p.b.ConnectTCP(p.now, ipA, 80, p.cl, &rrServerEP{}); err != nil {
+	if _, err := p.b.ConnectTCP(p.now, ipA, 80, p.cl, &rrServerEP{}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < 100 && p.cl.done < 2; i++ {
@@ -131,5 +131,24 @@ func BenchmarkStackTCPRequestResponse(b *testing.B) {
 			st := p.a.TCPStats()
 			b.ReportMetric(float64(st.InSegs+st.OutSegs)/float64(b.N), "srvsegs/op")
 		})
+	}
+}
+
+// The MSS follows a small link MTU; TCPStats merge.
+func TestStackTCPMSSAndStats(t *testing.T) {
+	s, err := NewStack(Config{MAC: macA, Addr: ipA, Netmask: mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.EnableTCP(TCPConfig{})
+	link := NewChanLink(1000, 16)
+	s.Poll(time.Unix(1, 0), link)
+	if s.tcp.cfg.MSS != 960 {
+		t.Fatalf("MSS %d on a 1000-byte MTU, want 960", s.tcp.cfg.MSS)
+	}
+	a := TCPStats{InSegs: 2, Conns: 1, SynCookiesBad: 3}
+	a.Add(&TCPStats{InSegs: 5, Conns: 2, SynCookiesBad: 1})
+	if a.InSegs != 7 || a.Conns != 3 || a.SynCookiesBad != 4 {
+		t.Fatalf("merged %+v", a)
 	}
 }

@@ -218,6 +218,11 @@ func TestBadInputOverTheWire(t *testing.T) {
 		{"bare CR", "GET / HTTP/1.1\r\nHost: x\rX-A: b\r\n\r\n", 400, true},
 		{"NUL in header", "GET / HTTP/1.1\r\nHost: x\x00y\r\n\r\n", 400, true},
 		{"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n", 400, true},
+		// Input left unread when the connection ends goes through the
+		// lingering close (shutdown, read and discard, then close); the 400
+		// must still arrive whole. (On loopback a plain close would pass too:
+		// the response is queued at the client before any RST.)
+		{"bad request then 32 KiB more", "GET / HTTP/1.1\r\nHost x\r\n\r\n" + strings.Repeat("z", 32<<10), 400, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

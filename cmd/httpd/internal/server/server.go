@@ -146,7 +146,8 @@ func (s *Server) Stats() []shard.Report { return s.group.Stats() }
 // Main runs the httpd command: parse flags, start, serve until a signal arrives
 // on sig, stop gracefully. It returns the exit status: 0 after a clean stop (or
 // --help), 2 for a bad flag or a failed start (port in use, bad docroot ...),
-// 1 if a second signal cut the graceful stop short.
+// 1 if a second signal (or a shard that cannot stop) cut the graceful stop
+// short.
 func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	o, err := ParseFlags(args, stderr)
 	if errors.Is(err, ErrHelp) {
@@ -180,10 +181,20 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	close(stopStats)
 	fmt.Fprintf(stderr, "httpd: stopping: finishing responses in flight (at most %v)\n", o.StopTimeout)
 	s.Stop()
+	// Shards force-close at the stop timeout; the extra bound only guards
+	// against a shard that cannot get there (a bug), so the process still ends.
+	hard := time.NewTimer(o.StopTimeout + 5*time.Second)
+	defer hard.Stop()
 	select {
 	case <-s.Done():
 	case <-sig:
 		fmt.Fprintln(stderr, "httpd: second signal: exiting without finishing")
+	case <-hard.C:
+		fmt.Fprintf(stderr, "httpd: shards did not stop within %v; exiting without finishing\n", o.StopTimeout+5*time.Second)
+	}
+	select {
+	case <-s.Done():
+	default:
 		if s.Impaired != nil { // the namespaces would outlive the process
 			s.Impaired.Close()
 		} else if s.Lab != nil {
