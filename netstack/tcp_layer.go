@@ -164,6 +164,7 @@ type TCPStats struct {
 	OutOfWindow    uint64 // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
 	ChallengeACKs  uint64 // RFC 5961 challenge ACKs sent
 	ChallengeLimit uint64 // challenge ACKs suppressed by the rate limit
+	OOWAckLimit    uint64 // ACKs for unacceptable segments without data suppressed (500 ms per connection)
 	AckTooNew      uint64 // ACK for data not sent: ACK back, drop
 	AckTooOld      uint64 // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
 	ResetsIn       uint64 // acceptable RSTs that closed a connection
