@@ -138,7 +138,11 @@ func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) {
 		if !r.l.lt(r.r) || !r.l.gt(c.sndUna) || r.r.gt(c.sndMax) {
 			continue // D-SACK, stale or bogus block
 		}
-		c.nsacked = uint8(addRange(c.sacked[:], int(c.nsacked), r))
+		n := addRange(c.sacked[:], int(c.nsacked), r)
+		if n < 0 {
+			n = -1 - n // scoreboard full and r above every range: not remembered
+		}
+		c.nsacked = uint8(n)
 	}
 }
 

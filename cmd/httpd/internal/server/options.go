@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,12 @@ type Options struct {
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
 	StopTimeout   time.Duration // graceful stop bound, then connections are force-closed
+
+	Ports          []int         // every --port (the first is Port); the native stack serves them all
+	StatsInterval  time.Duration // one stats line on stderr per interval (0: off)
+	PrometheusAddr string        // host:port of the Prometheus endpoint ("": off); --prometheus-port N is ":N"
+
+	Native NativeOptions // --network-stack native
 }
 
 // ErrHelp is returned by ParseFlags for -h/--help (usage already printed).
@@ -46,9 +53,14 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	var cpuset, address string
 	fs.IntVar(&o.SMP, "smp", 0, "number of shards, one per core (default: all CPUs of --cpuset)")
 	fs.StringVar(&cpuset, "cpuset", "", "CPUs to run shards on, e.g. 0-3,6 (default: all allowed)")
-	fs.IntVar(&o.Port, "port", 10000, "TCP port to listen on (0: pick a free one)")
+	var ports portList
+	fs.Var(&ports, "port", "TCP port to listen on, repeatable or a comma list (default 10000; 0: pick a free one, posix only)")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address to listen on")
-	fs.StringVar(&o.NetworkStack, "network-stack", "posix", "network stack: posix (kernel sockets) or native (AF_XDP)")
+	fs.StringVar(&o.NetworkStack, "network-stack", "posix", "network stack: posix (kernel sockets) or native (AF_XDP, userspace TCP/IP)")
+	fs.DurationVar(&o.StatsInterval, "stats-interval", time.Second, "print requests/s, open connections and drops, total and per shard, on stderr this often (0: off)")
+	var promPort int
+	fs.IntVar(&promPort, "prometheus-port", 0, "serve Prometheus metrics on this port of the kernel stack, e.g. 9180 (0: off)")
+	nf := o.Native.flags(fs)
 	fs.BoolVar(&o.PollMode, "poll-mode", false, "spin instead of sleeping when idle (lowest latency, one busy core per shard)")
 	var idlePollUS int
 	fs.IntVar(&idlePollUS, "idle-poll-time-us", 0, "microseconds an idle shard keeps polling before it sleeps in epoll_wait (0: sleep at once)")
@@ -84,8 +96,23 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 		return o, fmt.Errorf("--idle-poll-time-us %d: give 0 to 1000000 microseconds", idlePollUS)
 	}
 	o.IdlePoll = time.Duration(idlePollUS) * time.Microsecond
-	if o.Port < 0 || o.Port > 65535 {
-		return o, fmt.Errorf("--port %d: choose a port from 0 to 65535", o.Port)
+	if len(ports) == 0 {
+		ports = portList{10000}
+	}
+	for _, p := range ports {
+		if p < 0 || p > 65535 {
+			return o, fmt.Errorf("--port %d: choose a port from 0 to 65535", p)
+		}
+	}
+	o.Ports, o.Port = ports, ports[0]
+	if o.StatsInterval < 0 {
+		return o, fmt.Errorf("--stats-interval %v: give a duration such as 1s, or 0 for none", o.StatsInterval)
+	}
+	if promPort < 0 || promPort > 65535 {
+		return o, fmt.Errorf("--prometheus-port %d: choose a port from 1 to 65535 (Seastar uses 9180), or 0 for none", promPort)
+	}
+	if promPort > 0 {
+		o.PrometheusAddr = fmt.Sprintf(":%d", promPort)
 	}
 	addr, err := netip.ParseAddr(address)
 	if err != nil || addr.Zone() != "" {
@@ -94,10 +121,18 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	o.Address = addr
 	switch o.NetworkStack {
 	case "posix":
+		if len(o.Ports) > 1 {
+			return o, fmt.Errorf("--port %v: the posix stack serves one port; give one --port or use --network-stack native", o.Ports)
+		}
+		if err := nf.unused(); err != nil {
+			return o, err
+		}
 	case "native":
-		return o, fmt.Errorf("--network-stack native: native stack not built yet; use --network-stack posix")
+		if err := nf.check(&o); err != nil {
+			return o, err
+		}
 	default:
-		return o, fmt.Errorf("--network-stack %q: choose posix (or native once it is built)", o.NetworkStack)
+		return o, fmt.Errorf("--network-stack %q: choose posix or native", o.NetworkStack)
 	}
 	if o.MaxBody <= 0 {
 		return o, fmt.Errorf("--max-body %d: give a size in bytes, 1 or more", o.MaxBody)
@@ -111,6 +146,22 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// portList is the --port flag: repeatable, each a port or a comma list.
+type portList []int
+
+func (p *portList) String() string { return fmt.Sprint([]int(*p)) }
+
+func (p *portList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a port number", f)
+		}
+		*p = append(*p, n)
+	}
+	return nil
 }
 
 func firstLine(s string) string {

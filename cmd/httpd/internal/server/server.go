@@ -6,21 +6,31 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"percore/httpd"
+	"percore/lab"
+	"percore/metrics"
 	"percore/netstack"
 	"percore/shard"
 )
 
 // Server is a running httpd: its shards, listeners and access log.
 type Server struct {
-	Addr  netip.AddrPort // the bound address (the real port when --port 0)
-	CPUs  []int
-	group *shard.Group
-	log   *os.File
-	done  chan struct{}
+	Addr     netip.AddrPort // the bound address (the real port when --port 0)
+	CPUs     []int
+	Lab      *lab.Lab       // the lab --lab built (nil: none); removed when the server stops
+	Impaired *lab.Impaired  // the same lab with its impairment bridge (--lab-impair)
+	Metrics  netip.AddrPort // the Prometheus endpoint's address (invalid: off)
+
+	group     *shard.Group
+	log       *os.File
+	nativeRun *nativeRun
+	metrics   *metrics.Server
+	done      chan struct{}
+	closeErr  error // from releasing XDP and the lab, after done
 }
 
 // Start validates o against the machine (CPUs, port, docroot), binds the
@@ -48,12 +58,24 @@ func Start(o Options) (*Server, error) {
 		}
 		s.log, logw = f, f
 	}
+	if o.NetworkStack == "native" {
+		if err := startNative(o, s, cpus, site, logw); err != nil {
+			s.closeLog()
+			return nil, err
+		}
+		return s.started(o)
+	}
 	fds, addr, err := netstack.ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), len(cpus))
 	if err != nil {
 		s.closeLog()
 		return nil, err
 	}
 	s.Addr = addr
+	// Shards hold their Ps while polling; keep one more for the control plane
+	// (signals, stats) so it never waits for a shard to sleep.
+	if runtime.GOMAXPROCS(0) < len(cpus)+1 {
+		runtime.GOMAXPROCS(len(cpus) + 1)
+	}
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
 	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		taken[sh.ID] = true
@@ -70,12 +92,39 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.group = g
+	return s.started(o)
+}
+
+// started runs once the shards are up: the Prometheus endpoint, and the
+// goroutine that releases everything when the shards have exited.
+func (s *Server) started(o Options) (*Server, error) {
+	if o.PrometheusAddr != "" {
+		m, err := metrics.Listen(o.PrometheusAddr, s.group.Stats)
+		if err != nil {
+			s.group.Stop()
+			s.group.Wait()
+			s.release()
+			return nil, fmt.Errorf("--prometheus-port: %w", err)
+		}
+		s.metrics, s.Metrics = m, m.Addr
+	}
 	go func() {
-		g.Wait()
-		s.closeLog()
+		s.group.Wait()
+		s.release()
 		close(s.done)
 	}()
 	return s, nil
+}
+
+// release frees what outlives the shards: metrics listener, XDP program, lab, log.
+func (s *Server) release() {
+	if s.metrics != nil {
+		s.metrics.Close()
+	}
+	if s.nativeRun != nil {
+		s.closeErr = s.nativeRun.close()
+	}
+	s.closeLog()
 }
 
 func (s *Server) closeLog() {
@@ -97,7 +146,8 @@ func (s *Server) Stats() []shard.Report { return s.group.Stats() }
 // Main runs the httpd command: parse flags, start, serve until a signal arrives
 // on sig, stop gracefully. It returns the exit status: 0 after a clean stop (or
 // --help), 2 for a bad flag or a failed start (port in use, bad docroot ...),
-// 1 if a second signal cut the graceful stop short.
+// 1 if a second signal (or a shard that cannot stop) cut the graceful stop
+// short.
 func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	o, err := ParseFlags(args, stderr)
 	if errors.Is(err, ErrHelp) {
@@ -114,17 +164,46 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	}
 	fmt.Fprintf(stderr, "httpd: serving http://%s/ with %d shards on cpus %s (%s stack)\n",
 		s.Addr, len(s.CPUs), shard.FormatCPUs(s.CPUs), o.NetworkStack)
+	if s.Metrics.IsValid() {
+		fmt.Fprintf(stderr, "httpd: prometheus metrics on http://%s/metrics\n", s.Metrics)
+	}
+	if s.Lab != nil {
+		fmt.Fprint(os.Stdout, reachHelp(s, o.Ports))
+	}
+	stopStats := make(chan struct{})
+	if o.StatsInterval > 0 {
+		go printStats(stderr, s.group.Stats, o.StatsInterval, stopStats)
+	}
 	select {
 	case <-sig:
 	case <-s.Done():
 	}
+	close(stopStats)
 	fmt.Fprintf(stderr, "httpd: stopping: finishing responses in flight (at most %v)\n", o.StopTimeout)
 	s.Stop()
+	// Shards force-close at the stop timeout; the extra bound only guards
+	// against a shard that cannot get there (a bug), so the process still ends.
+	hard := time.NewTimer(o.StopTimeout + 5*time.Second)
+	defer hard.Stop()
 	select {
 	case <-s.Done():
 	case <-sig:
 		fmt.Fprintln(stderr, "httpd: second signal: exiting without finishing")
+	case <-hard.C:
+		fmt.Fprintf(stderr, "httpd: shards did not stop within %v; exiting without finishing\n", o.StopTimeout+5*time.Second)
+	}
+	select {
+	case <-s.Done():
+	default:
+		if s.Impaired != nil { // the namespaces would outlive the process
+			s.Impaired.Close()
+		} else if s.Lab != nil {
+			s.Lab.Close()
+		}
 		return 1
+	}
+	if s.closeErr != nil {
+		fmt.Fprintf(stderr, "httpd: cleanup: %s\n", strings.ReplaceAll(s.closeErr.Error(), "\n", " "))
 	}
 	fmt.Fprintf(stderr, "httpd: stopped; %s\n", shard.Merge(s.group.Final()))
 	return 0

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"percore/shard"
+)
+
+// TestNativeLab serves a 2-queue lab with --smp 2 and checks, from the
+// client namespace's kernel TCP: curl, net/http keep-alive and fresh
+// connections, 100 pipelined requests, static files up to 64 MiB by sha256,
+// 404 and 304, a second port, a bounded wrk run, the Prometheus endpoint, and
+// that both shards served connections.
+func TestNativeLab(t *testing.T) {
+	nt := startNativeTest(t, 2, append(smallFiles, docrootFile{"m64.bin", 64 << 20}), "", nil)
+
+	t.Run("curl", func(t *testing.T) {
+		if _, err := exec.LookPath("curl"); err != nil {
+			t.Skip("curl not installed")
+		}
+		out, err := exec.Command("ip", "netns", "exec", nt.Lab.ClientNS.Name, "curl", "-sS", "--max-time", "10", nt.url+"/").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "hello") {
+			t.Fatalf("curl: %v: %q", err, out)
+		}
+	})
+
+	t.Run("keep-alive", func(t *testing.T) {
+		before := nt.total("native.accepted")
+		c := nt.httpClient(true)
+		for i := 0; i < 20; i++ {
+			if code, _, n := get(t, c, nt.url+"/"); code != 200 || n == 0 {
+				t.Fatalf("GET /: %d, %d bytes", code, n)
+			}
+		}
+		if n := nt.total("native.accepted") - before; n != 1 {
+			t.Fatalf("20 keep-alive requests used %d connections, want 1", n)
+		}
+	})
+
+	t.Run("new connections", func(t *testing.T) {
+		before := nt.total("native.accepted")
+		c := nt.httpClient(false)
+		for i := 0; i < 40; i++ {
+			if code, _, _ := get(t, c, fmt.Sprintf("%s/f%d.txt", nt.url, i%10)); code != 200 {
+				t.Fatalf("GET: %d", code)
+			}
+		}
+		if n := nt.total("native.accepted") - before; n != 40 {
+			t.Fatalf("40 requests without keep-alive made %d connections, want 40", n)
+		}
+	})
+
+	t.Run("pipelined", func(t *testing.T) {
+		c, br := nt.raw(nt.Addr.String())
+		var req bytes.Buffer
+		for i := 0; i < 100; i++ {
+			fmt.Fprintf(&req, "GET /f%d.txt HTTP/1.1\r\nHost: x\r\n\r\n", i%10)
+		}
+		_, err := c.Write(req.Bytes())
+		must(t, err)
+		for i := 0; i < 100; i++ {
+			resp, body := readResponse(t, br, "GET")
+			if want := fmt.Sprintf("file %d\n", i%10); resp.StatusCode != 200 || string(body) != want {
+				t.Fatalf("response %d: %d %q, want 200 %q", i, resp.StatusCode, body, want)
+			}
+		}
+	})
+
+	t.Run("static", func(t *testing.T) {
+		for _, f := range []string{"b1.bin", "k1.bin", "m1.bin", "m64.bin", "m1.bin"} {
+			nt.checkFile(nt.client, f)
+		}
+	})
+
+	t.Run("404 and 304", func(t *testing.T) {
+		c, br := nt.raw(nt.Addr.String())
+		io.WriteString(c, "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 404 {
+			t.Fatalf("missing: %d", resp.StatusCode)
+		}
+		io.WriteString(c, "HEAD /k1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, _ := readResponse(t, br, "HEAD")
+		etag := resp.Header.Get("ETag")
+		if resp.StatusCode != 200 || etag == "" || resp.ContentLength != 1024 {
+			t.Fatalf("HEAD: %d etag %q length %d", resp.StatusCode, etag, resp.ContentLength)
+		}
+		io.WriteString(c, "GET /k1.bin HTTP/1.1\r\nHost: x\r\nIf-None-Match: "+etag+"\r\n\r\n")
+		if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 304 || len(body) != 0 {
+			t.Fatalf("If-None-Match: %d, %d bytes", resp.StatusCode, len(body))
+		}
+	})
+
+	t.Run("second port", func(t *testing.T) {
+		c, br := nt.raw(fmt.Sprintf("%s:10001", nt.Lab.ServerIP))
+		io.WriteString(c, "GET /f1.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || string(body) != "file 1\n" {
+			t.Fatalf("port 10001: %d %q", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("wrk", func(t *testing.T) {
+		if _, err := exec.LookPath("wrk"); err != nil {
+			t.Skip("wrk not installed")
+		}
+		out, err := exec.Command("ip", "netns", "exec", nt.Lab.ClientNS.Name, "wrk", "-t1", "-c16", "-d1s", "--timeout", "5s", nt.url+"/").CombinedOutput()
+		if err != nil {
+			t.Fatalf("wrk: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`(\d+) requests in`).FindSubmatch(out)
+		if m == nil || strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
+			t.Fatalf("wrk: %s", out)
+		}
+		if n, _ := strconv.Atoi(string(m[1])); n < 100 {
+			t.Fatalf("wrk made %d requests in 1s", n)
+		}
+		t.Logf("wrk -t1 -c16 -d1s: %s requests", m[1])
+	})
+
+	t.Run("prometheus", func(t *testing.T) {
+		m := scrape(t, nt.Metrics.String())
+		for i := 0; i < 2; i++ {
+			for _, name := range []string{"percore_native_accepted_total", "percore_http_requests_total", "percore_tcp_retransmits_total",
+				"percore_xsk_rx_frames_total", "percore_xsk_rx_ring_full_total", "percore_native_drops_total", "percore_ip_ipv4_bad_checksum_total"} {
+				if _, ok := m[fmt.Sprintf(`%s{shard="%d"}`, name, i)]; !ok {
+					t.Errorf("metrics lack %s for shard %d", name, i)
+				}
+			}
+			if v := m[fmt.Sprintf(`percore_native_accepted_total{shard="%d"}`, i)]; v == 0 {
+				t.Errorf("shard %d accepted no connection (metrics)", i)
+			}
+		}
+		if _, ok := m[`percore_native_open{shard="0"}`]; !ok {
+			t.Errorf("metrics lack the open-connections gauge")
+		}
+	})
+
+	rs := nt.counters()
+	if acc := perShard(rs, "native.accepted"); len(acc) != 2 || acc[0] == 0 || acc[1] == 0 {
+		t.Fatalf("connections per shard %v: both shards must serve", acc)
+	}
+	m := shard.Merge(rs)
+	if m.Get("xsk.rx_frames") == 0 || m.Get("tcp.passive_opens") < 60 || m.Get("http.responses_2xx") < 200 {
+		t.Fatalf("counters: %v", m)
+	}
+	t.Logf("per shard: accepted %v requests %v", perShard(rs, "native.accepted"), perShard(rs, "http.requests"))
+}
+
+// TestNativeGracefulStop stops the server while a 64 MiB response is in
+// flight to a client that has not read it yet: new connections are refused
+// (RST) at once, the response still arrives complete, then FIN, and the
+// server exits within its stop bound.
+func TestNativeGracefulStop(t *testing.T) {
+	nt := startNativeTest(t, 2, []docrootFile{{"m64.bin", 64 << 20}}, "", func(o *Options) { o.StopTimeout = 60 * time.Second })
+	c, br := nt.raw(nt.Addr.String())
+	_, err := io.WriteString(c, "GET /m64.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	must(t, err)
+	// The client's buffers hold a few MiB: the rest waits in the server.
+	nt.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if nt.total("tcp.no_port_rst") > 0 || time.Now().After(deadline) {
+			break
+		}
+		conn, err := nt.dial.DialContext(t.Context(), "tcp", nt.Addr.String())
+		if err == nil {
+			conn.Close()
+			t.Fatalf("a new connection was accepted while draining")
+		}
+		if !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("connect while draining: %v, want connection refused (RST)", err)
+		}
+	}
+	if nt.total("tcp.no_port_rst") == 0 {
+		t.Fatalf("no SYN was answered with RST while draining")
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	if err != nil || n != 64<<20 || hex.EncodeToString(h.Sum(nil)) != nt.sums["m64.bin"] {
+		t.Fatalf("response during drain: %d bytes, %v, sha256 mismatch %v", n, err, hex.EncodeToString(h.Sum(nil)) != nt.sums["m64.bin"])
+	}
+	// After the body: FIN (EOF), no more bytes.
+	if k, err := br.Read(make([]byte, 1)); k != 0 || err != io.EOF {
+		t.Fatalf("after the response: %d bytes, %v; want EOF", k, err)
+	}
+	c.Close()
+	select {
+	case <-nt.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not exit after its last connection closed")
+	}
+	f := shard.Merge(nt.group.Final())
+	if f.Get("native.forced") != 0 || f.Get("native.open") != 0 {
+		t.Fatalf("final: forced %d open %d, want a clean drain", f.Get("native.forced"), f.Get("native.open"))
+	}
+}
