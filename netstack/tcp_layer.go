@@ -32,8 +32,9 @@ type TCPApp interface {
 // TCPAppTimer is optional for a TCPApp: an app with timeouts of its own
 // (httpd's header and idle timeouts; httpd.Conn has these methods). TCP reads
 // Deadline after each segment batch it handles for the connection and calls
-// Expire once it has passed; an app that expired reports Closing, and TCP
-// sends its FIN after the remaining output.
+// Expire once it has passed. An app that expired reports Closing and has
+// dropped its output (httpd's contract): TCP sends FIN when nothing was in
+// flight, and aborts with RST otherwise.
 type TCPAppTimer interface {
 	Deadline() time.Time
 	Expire(now time.Time) bool
@@ -66,7 +67,7 @@ type tcpSink interface {
 // TCPConfig sets up one shard's TCP layer. Zero fields take the defaults noted.
 type TCPConfig struct {
 	Addr       IPv4Addr // our IPv4 address (source of active opens)
-	MaxConns   int      // connections in all states; default 4096. SYNs beyond it are dropped and counted
+	MaxConns   int      // connections in all states; default 4096. Beyond it the oldest TIME-WAIT is recycled, else the SYN is dropped and counted
 	SynBacklog int      // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
 	MSS        uint16   // MSS we announce (MTU-40); default 1460
 	RcvBuf     int      // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
