@@ -192,7 +192,11 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 		case tcpEstablished, tcpFinWait1, tcpFinWait2:
 			if !c.finPend || seq.lt(c.rcvFin) {
 				l.receive(c, seq, payload)
+			} else {
+				l.stats.AfterFinDrop++
 			}
+		default:
+			l.stats.AfterFinDrop++
 		}
 	}
 

@@ -173,10 +173,11 @@ type TCPStats struct {
 	PAWSDrop       uint64 // RFC 7323 PAWS rejected
 	NoAckDrop      uint64 // segment without ACK in a synchronized state
 
-	OOOSegs     uint64 // out-of-order segments queued
-	OOODrop     uint64 // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty uint64 // bytes refused because the buffer pool was empty
-	DupSegs     uint64 // segments entirely duplicate
+	OOOSegs      uint64 // out-of-order segments queued
+	OOODrop      uint64 // out-of-order segments not queued (range table or buffer pool full)
+	RcvBufEmpty  uint64 // bytes refused because the buffer pool was empty
+	DupSegs      uint64 // segments entirely duplicate
+	AfterFinDrop uint64 // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
 	RTOTimeouts      uint64
 	RTOAborts        uint64 // Retries exhausted: RST
