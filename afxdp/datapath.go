@@ -49,7 +49,7 @@ func (s *Socket) Receive(descs []Desc) int {
 // are not inside one chunk. The slice aliases the UMEM; it is valid while the
 // caller owns the frame.
 func (s *Socket) Frame(addr uint64, n int) []byte {
-	if n < 0 || !s.valid(addr, uint32(n)) {
+	if n < 0 || n > int(s.frameSize) || !s.valid(addr, uint32(n)) {
 		return nil
 	}
 	return s.umem[addr : addr+uint64(n) : addr+uint64(n)]
@@ -240,6 +240,8 @@ type Stats struct {
 	KickErrors          uint64 // other errors
 	RxWakeups           uint64 // recvfrom wakeups for the fill ring
 	FreeFrames          int    // frames in the free list now
+	FillQueued          int    // frames on the fill ring, waiting for the kernel
+	RxQueued            int    // frames on the rx ring, waiting for Receive
 	TxOutstanding       int    // frames on the tx ring not yet taken by the kernel
 }
 
@@ -254,6 +256,7 @@ func (s *Socket) Stats() (Stats, error) {
 		Completed: s.st.completed, RxBadDesc: s.st.rxBadDesc, TxBadDesc: s.st.txBadDesc, TxRingFull: s.st.txRingFull,
 		FillBadAddr: s.st.fillBadAddr, FreeBad: s.st.freeBad, Kicks: s.st.kicks, KickBusy: s.st.kickBusy, KickErrors: s.st.kickErrors,
 		RxWakeups: s.st.rxWakeups, FreeFrames: len(s.free), TxOutstanding: s.TxOutstanding(),
+		FillQueued: int(s.fill.outstanding()), RxQueued: int(s.rx.outstanding()),
 	}
 	if err != nil {
 		return st, sysErr("get statistics", err)

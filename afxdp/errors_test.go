@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"percore/lab"
@@ -170,4 +171,75 @@ func TestMemlockLimit(t *testing.T) {
 		t.Errorf("over memlock: %v", openErr)
 	}
 	t.Log(openErr)
+}
+
+// TestAttachModes: native and generic attach show in the link's XDP state,
+// and Close leaves nothing attached.
+func TestAttachModes(t *testing.T) {
+	needRoot(t)
+	l, err := lab.New(lab.Config{Prefix: "pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	state := func() uint32 {
+		h, err := l.ServerNS.Handle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		ln, err := h.LinkByName(l.ServerIf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := ln.Attrs().Xdp; x != nil && x.Attached {
+			return x.AttachMode
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		mode AttachMode
+		want uint32
+	}{{Native, nl.XDP_ATTACHED_DRV}, {Generic, nl.XDP_ATTACHED_SKB}} {
+		p, err := NewProgram(ProgramConfig{IP: ourIP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ServerNS.Do(func() error { return p.Attach(l.ServerIf, c.mode) }); err != nil {
+			t.Fatalf("%s: %v", c.mode, err)
+		}
+		if got := state(); got != c.want {
+			t.Errorf("%s: attach mode %d, want %d", c.mode, got, c.want)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got != 0 {
+			t.Errorf("%s: still attached after Close (mode %d)", c.mode, got)
+		}
+	}
+}
+
+func TestRaiseMemlock(t *testing.T) {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_MEMLOCK, &old) })
+	low := old
+	low.Cur = 1 << 16
+	if low.Cur > low.Max {
+		low.Cur = low.Max
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &low); err != nil {
+		t.Fatal(err)
+	}
+	if err := RaiseMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	var now unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
+	if now.Cur != now.Max || now.Cur < old.Cur {
+		t.Errorf("after RaiseMemlock: soft %d hard %d (was %d)", now.Cur, now.Max, old.Cur)
+	}
 }

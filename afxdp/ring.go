@@ -129,8 +129,8 @@ func (r *ring) needWakeup() bool {
 	return r.flags.Load()&unix.XDP_RING_NEED_WAKEUP != 0
 }
 
-// outstanding returns how many submitted entries the kernel has not consumed
-// yet (producer ring).
+// outstanding returns how many produced entries are not yet consumed, as the
+// shared indices say now (either direction).
 func (r *ring) outstanding() uint32 {
 	return r.producer.Load() - r.consumer.Load()
 }

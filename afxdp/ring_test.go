@@ -12,7 +12,7 @@ var testOff = unix.XDPRingOffset{Producer: 0, Consumer: 64, Flags: 128, Desc: 19
 
 // newTestRing lays a ring of size entries over plain memory whose shared
 // indices start at start (to exercise wrap-around).
-func newTestRing(t *testing.T, size uint32, desc, prod bool, start uint32) (*ring, []byte) {
+func newTestRing(t testing.TB, size uint32, desc, prod bool, start uint32) (*ring, []byte) {
 	t.Helper()
 	ent := uint64(8)
 	if desc {

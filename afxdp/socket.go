@@ -127,7 +127,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("afxdp: frame count %d and ring size %d must be powers of two", c.FrameCount, c.RingSize)
 	case c.TxFrames < 0 || c.TxFrames >= c.FrameCount:
 		return fmt.Errorf("afxdp: tx frames %d must leave rx frames out of %d", c.TxFrames, c.FrameCount)
-	case c.FrameCount-c.TxFrames > c.RingSize || c.FrameCount > 2*c.RingSize:
+	case c.FrameCount-c.TxFrames > c.RingSize || c.TxFrames > c.RingSize: // fill ring holds every rx frame, completion ring every tx frame
 		return fmt.Errorf("afxdp: ring size %d too small for %d frames", c.RingSize, c.FrameCount)
 	case c.Queue < 0:
 		return fmt.Errorf("afxdp: negative queue %d", c.Queue)

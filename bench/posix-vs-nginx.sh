@@ -7,7 +7,7 @@
 #   bench/posix-vs-nginx.sh            # 3 rounds of 5 s per server
 #   ROUNDS=5 DURATION=10s bench/posix-vs-nginx.sh
 #
-# smp 1: the server on CPU 1, wrk on CPU 0 (taskset). smp 2: the servers on
+# smp 1: the server process (every thread) on CPU 1, wrk on CPU 0 (taskset). smp 2: the servers on
 # CPUs 0-1 and wrk unpinned, sharing them. CPU per request counts every busy
 # jiffy of the machine (/proc/stat: all but idle, iowait and steal) during the
 # wrk run, divided by the requests served: client and server together, so the
@@ -49,8 +49,8 @@ go build -o "$dir/httpd" ./cmd/httpd
 
 # nginx with its own prefix, config, pid and logs under $dir; foreground so
 # that $! is its master pid.
-start_nginx() { # name workers affinity port
-	local name=$1 workers=$2 affinity=$3 port=$4 p="$dir/$1"
+start_nginx() { # name workers affinity cpus port
+	local name=$1 workers=$2 affinity=$3 cpus=$4 port=$5 p="$dir/$1"
 	mkdir -p "$p/logs"
 	cat >"$p/nginx.conf" <<CONF
 worker_processes $workers;
@@ -69,19 +69,19 @@ http {
 	}
 }
 CONF
-	nginx -p "$p" -c "$p/nginx.conf" -g 'daemon off;' &
+	taskset -c "$cpus" nginx -p "$p" -c "$p/nginx.conf" -g 'daemon off;' &
 	pids+=($!)
 }
 
 start_httpd() { # smp cpuset port
-	"$dir/httpd" --smp "$1" --cpuset "$2" --address 127.0.0.1 --port "$3" 2>"$dir/httpd-$1.log" &
+	taskset -c "$2" "$dir/httpd" --smp "$1" --cpuset "$2" --address 127.0.0.1 --port "$3" 2>"$dir/httpd-$1.log" &
 	pids+=($!)
 }
 
 start_httpd 1 1 $((BASE_PORT + 1))
-start_nginx nginx1 1 10 $((BASE_PORT + 2))
+start_nginx nginx1 1 10 1 $((BASE_PORT + 2))
 start_httpd 2 0-1 $((BASE_PORT + 3))
-start_nginx nginx2 2 "01 10" $((BASE_PORT + 4))
+start_nginx nginx2 2 "01 10" 0-1 $((BASE_PORT + 4))
 names=("httpd --smp 1" "nginx, 1 worker" "httpd --smp 2" "nginx, 2 workers")
 wrkcpu=("taskset -c 0" "taskset -c 0" "" "")
 
@@ -94,25 +94,38 @@ for i in 1 2 3 4; do # wait until each answers
 done
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; } # user nice system irq softirq
+# proccpu PID: utime+stime jiffies of PID and its children processes (nginx
+# workers), a figure that other work on the machine does not inflate.
+proccpu() {
+	local total=0 p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$total"
+}
 hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -A rps cpu
+declare -A rps cpu srv
 for r in $(seq "$ROUNDS"); do
 	for i in 1 2 3 4; do
 		url="http://127.0.0.1:$((BASE_PORT + i))/"
 		${wrkcpu[i-1]} wrk -t"$THREADS" -c"$CONNS" -d1s "$url" >/dev/null # warm up
 		b0=$(busy)
+		p0=$(proccpu "${pids[i-1]}")
 		out=$(${wrkcpu[i-1]} wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$url")
 		b1=$(busy)
+		p1=$(proccpu "${pids[i-1]}")
 		reqs=$(awk '/requests in/{print $1}' <<<"$out")
 		rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
 		errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
 		[[ -z $errs ]] || echo "posix-vs-nginx: ${names[i-1]}: $errs" >&2
 		us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+		sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 		rps[$i]+="$rate "
 		cpu[$i]+="$us "
-		echo "round $r: ${names[i-1]}: $rate req/s, $us CPU-µs/req" >&2
+		srv[$i]+="$sus "
+		echo "round $r: ${names[i-1]}: $rate req/s, $us CPU-µs/req, server process $sus CPU-µs/req" >&2
 	done
 done
 
@@ -121,8 +134,8 @@ echo
 echo "load average before the run: $load0 (other work on the machine inflates CPU-µs/req)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, keep-alive, GET / (5-byte body), $ROUNDS interleaved rounds, medians"
 echo
-echo "| server | req/s | whole-machine CPU-µs/req |"
-echo "|---|---:|---:|"
+echo "| server | req/s | whole-machine CPU-µs/req | server-process CPU-µs/req |"
+echo "|---|---:|---:|---:|"
 for i in 1 2 3 4; do
-	printf '| %s | %.0f | %s |\n' "${names[i-1]}" "$(median <<<"${rps[$i]}")" "$(median <<<"${cpu[$i]}")"
+	printf '| %s | %.0f | %s | %s |\n' "${names[i-1]}" "$(median <<<"${rps[$i]}")" "$(median <<<"${cpu[$i]}")" "$(median <<<"${srv[$i]}")"
 done

@@ -13,12 +13,7 @@ func (s *Server) logRequest(c *Conn, status, bodyLen int) {
 		s.stats.LogDropped++
 		return
 	}
-	b := s.logBuf
-	if c.remote.Addr().IsValid() {
-		b = c.remote.Addr().AppendTo(b)
-	} else {
-		b = append(b, '-')
-	}
+	b := append(s.logBuf, c.logHost...)
 	b = append(b, " - - "...)
 	b = append(b, s.date.clf...)
 	b = append(b, " \""...)
@@ -42,6 +37,16 @@ func (s *Server) logRequest(c *Conn, status, bodyLen int) {
 // printable ASCII escaped as \xHH, so a log line cannot be forged.
 func appendEscaped(b, s []byte) []byte {
 	const hex = "0123456789abcdef"
+	clean := true
+	for _, ch := range s {
+		if ch < ' ' || ch >= 0x7f || ch == '"' || ch == '\\' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return append(b, s...)
+	}
 	for _, ch := range s {
 		if ch < ' ' || ch >= 0x7f || ch == '"' || ch == '\\' {
 			b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])

@@ -39,7 +39,10 @@ const (
 	inInitial    = 4 << 10  // input buffer of a new connection
 	inRetain     = 64 << 10 // larger input buffers are dropped on Release
 	arenaInitial = 4 << 10  // output arena of a new connection
-	arenaLimit   = 64 << 10 // a referenced arena past this is swapped, not grown
+	// A referenced arena past arenaLimit is swapped for the other one. Two
+	// arenas of this size hold all the output back-pressure lets queue, so a
+	// connection never needs a third.
+	arenaLimit = maxOutBytes / 2
 )
 
 func (c *Config) fillDefaults() {

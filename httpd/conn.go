@@ -17,10 +17,13 @@ import (
 // Output: Output returns the pending bytes as slices that stay valid until
 // Advance passes them. They point into shared prepared responses (hello, static
 // files, Date prefixes) or into the connection's arenas, which are only
-// rewritten after every slice into them has been advanced.
+// rewritten after every slice into them has been advanced. A stack that keeps
+// slices for retransmission advances only what the peer acknowledged, and
+// releases the Conn only once it holds no slice any more.
 type Conn struct {
-	srv    *Server
-	remote netip.AddrPort
+	srv     *Server
+	remote  netip.AddrPort
+	logHost []byte // remote address as the access log writes it, made once
 
 	// input: bytes [r, w) of in are buffered and not yet consumed.
 	in    []byte
@@ -61,6 +64,14 @@ const (
 func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 	c.srv = s
 	c.remote = remote
+	if s.log != nil {
+		c.logHost = c.logHost[:0]
+		if remote.Addr().IsValid() {
+			c.logHost = remote.Addr().AppendTo(c.logHost)
+		} else {
+			c.logHost = append(c.logHost, '-')
+		}
+	}
 	c.now = now
 	c.lastActive = now
 	c.h = head{contentLength: -1}
@@ -76,7 +87,7 @@ func (c *Conn) reset() {
 		c.out[i] = nil
 	}
 	out, outAr := c.out[:0], c.outAr[:0]
-	in, path := c.in, c.path[:0]
+	in, path, logHost := c.in, c.path[:0], c.logHost[:0]
 	a0, a1 := c.arenas[0][:0], c.arenas[1][:0]
 	if cap(a0) > 4*arenaLimit {
 		a0 = make([]byte, 0, arenaInitial)
@@ -88,7 +99,7 @@ func (c *Conn) reset() {
 	if cap(rw.body) > 4*arenaLimit {
 		rw.body = nil
 	}
-	*c = Conn{in: in, path: path, out: out, outAr: outAr, rw: rw}
+	*c = Conn{in: in, path: path, logHost: logHost, out: out, outAr: outAr, rw: rw}
 	c.arenas[0], c.arenas[1] = a0, a1
 }
 
@@ -116,7 +127,10 @@ func (c *Conn) ReadBuf() []byte {
 			copy(in, c.in[:c.w])
 			c.in = in
 		} else {
-			return nil // unreachable while the parser enforces its limits
+			// Unreachable while the parser enforces its limits; if it ever is
+			// reached, answer rather than leave the connection hanging.
+			c.fail(431)
+			return c.in
 		}
 	}
 	return c.in[c.w:]
@@ -130,14 +144,15 @@ func (c *Conn) Received(n int, now time.Time) {
 		return
 	}
 	if n > 0 {
-		c.w += n
+		c.w = min(c.w+n, len(c.in)) // never past what ReadBuf lent
 		c.lastActive = now
 	}
 	c.process()
 }
 
 // Feed copies p into the input buffer and parses, for stacks that own their own
-// receive buffers; it returns how many bytes it took (fewer under back-pressure).
+// receive buffers; it returns how many bytes it took (fewer under back-pressure:
+// offer the rest again after Advance).
 func (c *Conn) Feed(p []byte, now time.Time) int {
 	c.now = now
 	if c.closing {

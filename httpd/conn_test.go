@@ -261,3 +261,12 @@ func TestPoolReuse(t *testing.T) {
 		t.Fatal("pool handed out a connection in use")
 	}
 }
+
+func TestOptionsAsterisk(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rs := readResponses(t, f.feed("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if len(rs) != 1 || rs[0].status != 200 || rs[0].header.Get("Allow") != "GET, HEAD" ||
+		rs[0].header.Get("Content-Length") != "0" || f.c.Closing() {
+		t.Fatalf("got %+v closing=%v", rs, f.c.Closing())
+	}
+}

@@ -120,13 +120,14 @@ func makeDocroot(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"index.html":     "<h1>root</h1>\n",
-		"style.css":      "body{}\n",
-		"hello.txt":      "hello file\n",
-		"data.bin":       "\x00\x01\x02",
-		"sub/index.html": "<h1>sub</h1>\n",
-		"sub/a.txt":      "a\n",
-		"big.txt":        strings.Repeat("0123456789abcdef", 300<<10/16), // 300 KiB
+		"index.html":        "<h1>root</h1>\n",
+		"style.css":         "body{}\n",
+		"hello.txt":         "hello file\n",
+		"data.bin":          "\x00\x01\x02",
+		"sub/index.html":    "<h1>sub</h1>\n",
+		"sub/a.txt":         "a\n",
+		"sp ace/index.html": "space\n",
+		"big.txt":           strings.Repeat("0123456789abcdef", 300<<10/16), // 300 KiB
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))

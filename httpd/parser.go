@@ -23,9 +23,9 @@ type head struct {
 	continued     bool // 100 Continue sent
 	chunked       bool
 	teSeen        bool
-	inmOff        int // If-None-Match value; inmLen < 0 when absent
+	inmOff        int // If-None-Match value, when hasINM
 	inmLen        int
-	imsOff        int // If-Modified-Since value
+	imsOff        int // If-Modified-Since value, when hasIMS
 	imsLen        int
 	hasINM        bool
 	hasIMS        bool
@@ -222,8 +222,8 @@ func (c *Conn) parseField(line []byte, off int) int {
 	case 4:
 		if equalFold(name, "host") {
 			h.hosts++
-			if h.hosts > 1 {
-				return 400
+			if h.hosts > 1 || !validHost(value) {
+				return 400 // RFC 9112 3.2
 			}
 		}
 	case 6:
@@ -556,3 +556,21 @@ func equalFold(b []byte, lower string) bool {
 	}
 	return true
 }
+
+// validHost checks a Host value against uri-host [ ":" port ] loosely: the
+// characters of reg-name, IP literals and a port. Empty is allowed.
+func validHost(v []byte) bool {
+	for _, b := range v {
+		if !hostTable[b] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostTable = func() (t [256]bool) {
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:[]%" {
+		t[c] = true
+	}
+	return t
+}()

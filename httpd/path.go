@@ -2,7 +2,8 @@ package httpd
 
 // splitTarget splits a request-target into its raw path and query (RFC 9112
 // 3.2). Origin-form ("/p?q") and absolute-form ("http://host/p?q") are
-// accepted; asterisk- and authority-form are not served (ok is false).
+// accepted; authority-form, and asterisk-form other than "OPTIONS *" (which
+// serve answers before), are not (ok is false).
 func splitTarget(t []byte) (path, query []byte, ok bool) {
 	if len(t) == 0 {
 		return nil, nil, false
@@ -42,6 +43,25 @@ func splitTarget(t []byte) (path, query []byte, ok bool) {
 }
 
 var slash = []byte("/")
+
+// needsClean reports whether cleanPath would change or refuse raw: the common
+// path ("/a/b.css") is used as it is, without a copy.
+func needsClean(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '/' {
+		return true
+	}
+	for i, b := range raw {
+		switch b {
+		case '%', '\\', 0:
+			return true
+		case '/':
+			if i+1 < len(raw) && (raw[i+1] == '/' || raw[i+1] == '.') {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // cleanPath percent-decodes raw into dst and normalises it: "//" and "."
 // segments are removed; ".." segments, encoded "/" or "\", a raw "\" and NUL

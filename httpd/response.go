@@ -89,16 +89,23 @@ func (c *Conn) serve() {
 	base := c.in[c.r:]
 	method := base[:h.methodLen:h.methodLen]
 	target := base[h.targetOff : h.targetOff+h.targetLen : h.targetOff+h.targetLen]
+	if len(target) == 1 && target[0] == '*' && string(method) == "OPTIONS" {
+		c.respondText(200, false, nil, nil) // the server's options (RFC 9110 9.3.7)
+		return
+	}
 	rawPath, query, ok := splitTarget(target)
 	if !ok {
 		c.fail(400)
 		return
 	}
-	path, ok := cleanPath(c.path, rawPath)
-	c.path = path[:0]
-	if !ok {
-		c.fail(400)
-		return
+	path := rawPath[:len(rawPath):len(rawPath)]
+	if needsClean(rawPath) {
+		path, ok = cleanPath(c.path, rawPath)
+		c.path = path[:0]
+		if !ok {
+			c.fail(400)
+			return
+		}
 	}
 	r := &c.req
 	r.Method, r.Target, r.Path, r.Query = method, target, path, query
@@ -126,7 +133,7 @@ func (c *Conn) serve() {
 			c.respondText(405, isHead, nil, nil)
 			return
 		}
-		c.respondText(301, isHead, rawPath, query)
+		c.respondText(301, isHead, path, query)
 	case rt.hello:
 		if !getOrHead {
 			c.respondText(405, isHead, nil, nil)
@@ -210,7 +217,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	w.hdr = w.hdr[:0]
 	w.body = w.body[:0]
 	if !c.callHandler(hf) {
-		c.fail(500)
+		c.srv.stats.Panics++
+		c.h.keepAlive = false // the handler's state is suspect: end the connection
+		c.respondText(500, false, nil, nil)
 		return
 	}
 	status := w.status
@@ -248,21 +257,27 @@ func (c *Conn) callHandler(h Handler) (ok bool) {
 }
 
 // respondText queues a short text/plain response built in the arena: errors,
-// 404, 405 (with Allow) and 301 (with Location loc + "/" + "?" query).
+// 404, 405 (with Allow), 301 (with Location loc + "/" + "?" query, loc being a
+// clean decoded path) and 200 for "OPTIONS *" (with Allow, no body).
 func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
 	reason := statusText(status)
 	bodyLen := 3 + 1 + len(reason) + 1
+	if status == 200 {
+		isHead, bodyLen = true, 0
+	}
 	b, start := c.beginArena()
 	b = appendStatusLine(b, status)
 	b = append(b, serverLine...)
 	b = append(b, c.srv.date.date...)
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
 	switch status {
-	case 405:
+	case 200, 405:
 		b = append(b, "Allow: GET, HEAD\r\n"...)
 	case 301:
+		// The clean path, re-encoded: a raw "//host" must not become a
+		// protocol-relative Location (an open redirect).
 		b = append(b, "Location: "...)
-		b = append(b, loc...)
+		b = appendPathEscaped(b, loc)
 		b = append(b, '/')
 		if query != nil {
 			b = append(b, '?')
@@ -366,3 +381,24 @@ func statusText(code int) string {
 	}
 	return "Status"
 }
+
+// appendPathEscaped percent-encodes a decoded path for a Location field,
+// keeping RFC 3986 pchar and "/" as they are.
+func appendPathEscaped(b, p []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, ch := range p {
+		if pathSafe[ch] {
+			b = append(b, ch)
+			continue
+		}
+		b = append(b, '%', hex[ch>>4], hex[ch&15])
+	}
+	return b
+}
+
+var pathSafe = func() (t [256]bool) {
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/" {
+		t[c] = true
+	}
+	return t
+}()

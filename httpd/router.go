@@ -41,8 +41,9 @@ func NewSite(cfg Config) (*Site, error) {
 		static: make(map[string]*staticFile),
 		dirs:   make(map[string]struct{}),
 	}
-	// head + body + one partial chunk line + slack for the next request's start.
-	s.maxIn = maxRequestLine + 2 + MaxHeaderBytes + 2 + int(cfg.MaxBody) + maxChunkLine + 4096
+	// Head, decoded body, and the one partial line (chunk-size or trailer) that
+	// may follow it undecoded, plus slack.
+	s.maxIn = maxRequestLine + 2 + MaxHeaderBytes + 2 + int(cfg.MaxBody) + max(maxChunkLine, MaxHeaderBytes) + 4096
 	if cfg.Docroot != "" {
 		if err := s.loadDocroot(cfg.Docroot); err != nil {
 			return nil, err

@@ -24,7 +24,8 @@ type Stats struct {
 	Responses  [6]uint64 // by status class: [2] is 2xx, [4] is 4xx ...
 	BadInput   uint64    // requests answered 4xx/5xx for malformed input
 	Timeouts   uint64    // connections closed by header or idle timeout
-	LogDropped uint64    // access-log lines dropped: buffer full or write error
+	Panics     uint64    // handler panics, answered 500 and closed
+	LogDropped uint64    // access-log lines dropped for a full buffer, plus failed batch writes
 }
 
 // Add merges o into s (for reports across shards).
@@ -35,6 +36,7 @@ func (s *Stats) Add(o Stats) {
 	}
 	s.BadInput += o.BadInput
 	s.Timeouts += o.Timeouts
+	s.Panics += o.Panics
 	s.LogDropped += o.LogDropped
 }
 

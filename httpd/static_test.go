@@ -72,6 +72,8 @@ func TestStaticTypesAndDirs(t *testing.T) {
 		{"/sub/", "200", "text/html; charset=utf-8", "<h1>sub</h1>\n", ""},
 		{"/sub", "301", "text/plain; charset=utf-8", "301 Moved Permanently\n", "/sub/"},
 		{"/sub?x=1", "301", "text/plain; charset=utf-8", "301 Moved Permanently\n", "/sub/?x=1"},
+		{"//sub", "301", "text/plain; charset=utf-8", "301 Moved Permanently\n", "/sub/"}, // not "//sub/": no open redirect
+		{"/sp%20ace", "301", "text/plain; charset=utf-8", "301 Moved Permanently\n", "/sp%20ace/"},
 		{"/hello.txt", "200", "text/plain; charset=utf-8", "hello file\n", ""},
 		{"/data.bin", "200", "application/octet-stream", "\x00\x01\x02", ""},
 		{"/sub/missing", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
@@ -130,7 +132,7 @@ func TestResponseWriterHeaders(t *testing.T) {
 	f := newFixture(t, Config{}, func(s *Site) {
 		s.Handle("/h", func(w *ResponseWriter, r *Request) {
 			w.Header("X-Ok", "yes")
-			w.Header("Content-Length", "99")   // server-managed: ignored
+			w.Header("Content-Length", "99")      // server-managed: ignored
 			w.Header("X-Split", "a\r\nX-Evil: 1") // response splitting: ignored
 			w.Header("Bad Name", "v")
 			w.WriteHeader(99) // not a final status: ignored

@@ -16,6 +16,11 @@ import (
 // without an XDP program, unlike XDP_TX (TestImpairXDPTx).
 func TestImpairAFXDPTx(t *testing.T) {
 	needRoot(t)
+	if fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err == unix.EAFNOSUPPORT {
+		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
+	} else if err == nil {
+		unix.Close(fd)
+	}
 	im, err := NewImpaired(Config{Queues: 2}, ImpairSpec{})
 	if err != nil {
 		t.Fatal(err)

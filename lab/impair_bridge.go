@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -17,9 +18,8 @@ import (
 // bound to each interface, batching with recvmmsg/sendmmsg; PACKET_IGNORE_OUTGOING
 // keeps a socket from reading back what the other direction wrote.
 //
-// The sockets are made inside the namespace (NS.Do); once made they stay tied
-// to their interfaces wherever the thread that uses them runs, so the two
-// forwarding goroutines need no namespace of their own. A Bridge is started
+// The sockets are made inside the namespace, and each direction runs on its
+// own goroutine locked to an OS thread in that namespace. A Bridge is started
 // by NewBridge and stopped by Close, which waits for both goroutines and
 // closes every descriptor.
 type Bridge struct {
@@ -45,6 +45,7 @@ type bridgeDir struct {
 	shdr  []unix.Mmsghdr
 	siov  []unix.Iovec
 	due   [][]byte
+	pst   unix.TpacketStats // PACKET_STATISTICS answer, reused
 
 	mu    sync.Mutex
 	stats ImpairStats
@@ -107,12 +108,25 @@ func NewBridge(ns *NS, a, b string, mtu int, spec ImpairSpec) (*Bridge, error) {
 	for i := range br.dirs {
 		br.dirs[i] = newBridgeDir(fds[i], fds[1-i], NewImpairer(spec, uint64(i), bridgeSlots, slotSize), start)
 	}
+	// Each direction runs on its own OS thread inside ns, locked and never
+	// unlocked, so the thread dies with the goroutine (see the package doc).
+	entered := make(chan error, 2)
 	br.wg.Add(2)
 	for _, d := range br.dirs {
 		go func() {
 			defer br.wg.Done()
-			d.run(br.stopFd)
+			runtime.LockOSThread()
+			err := ns.Enter()
+			entered <- err
+			if err == nil {
+				d.run(br.stopFd)
+			}
 		}()
+	}
+	err = errors.Join(<-entered, <-entered)
+	if err != nil {
+		br.Close()
+		return nil, fmt.Errorf("bridge %s<->%s: %w", a, b, err)
 	}
 	return br, nil
 }
@@ -175,6 +189,7 @@ func newBridgeDir(rx, tx int, im *Impairer, start time.Time) *bridgeDir {
 func (d *bridgeDir) run(stopFd int) {
 	pfd := []unix.PollFd{{Fd: int32(stopFd), Events: unix.POLLIN}, {Fd: int32(d.rx), Events: unix.POLLIN}}
 	var ts unix.Timespec
+	defer d.publish(true) // final counts for Stats after Close
 	for {
 		now := time.Since(d.start)
 		d.flush(now, stopFd)
@@ -288,8 +303,13 @@ func waitWritable(fd, stopFd int) bool {
 // adds the frames the kernel dropped on the rx socket since the last call.
 func (d *bridgeDir) publish(kernel bool) {
 	if kernel {
-		if st, err := unix.GetsockoptTpacketStats(d.rx, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-			d.im.Stats.KernelDrop += uint64(st.Drops)
+		// Reading the statistics resets them. By hand rather than with
+		// unix.GetsockoptTpacketStats, which allocates its answer.
+		n := uint32(unsafe.Sizeof(d.pst))
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(d.rx), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+			uintptr(unsafe.Pointer(&d.pst)), uintptr(unsafe.Pointer(&n)), 0)
+		if errno == 0 {
+			d.im.Stats.KernelDrop += uint64(d.pst.Drops)
 		}
 	}
 	d.mu.Lock()

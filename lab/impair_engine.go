@@ -10,6 +10,15 @@ import (
 // switch, has to catch the flipped bit.
 const ethHeaderLen = 14
 
+// checksummed reports whether checksums guard every bit of the frame beyond
+// its Ethernet header: IPv4 (the header checksum, then the TCP, UDP or ICMP
+// checksum). Other frames are never corrupted: ARP has no checksum, so a
+// flipped bit would poison a neighbour cache instead of testing a checksum,
+// and IPv6 has no header checksum (percore speaks IPv4 only anyway).
+func checksummed(f []byte) bool {
+	return len(f) > ethHeaderLen && f[12] == 0x08 && f[13] == 0x00
+}
+
 // impairMaxHeld bounds how many frames wait at once to be passed by a later one.
 const impairMaxHeld = 4
 
@@ -27,7 +36,7 @@ type ImpairStats struct {
 	Dropped    uint64 // frames dropped on purpose (loss)
 	Reordered  uint64 // frames held back and sent after a later frame
 	Duplicated uint64 // extra copies sent
-	Corrupted  uint64 // frames with one bit flipped beyond the Ethernet header
+	Corrupted  uint64 // IPv4 frames with one bit flipped beyond the Ethernet header
 	Delayed    uint64 // frames held for the configured delay
 	DupNoSlot  uint64 // duplicates not made because every slot was in use
 	TooLong    uint64 // frames longer than a slot, dropped (set by the forwarder)
@@ -70,6 +79,8 @@ type Impairer struct {
 	heldFrames   int           // frames in held, duplicates not counted
 	heldDeadline time.Duration // when held frames go out even if nothing passed them
 
+	// Stats counts what this direction did. The Impairer keeps all but
+	// TooLong and KernelDrop, which the forwarder adds.
 	Stats ImpairStats
 }
 
@@ -126,9 +137,12 @@ func (im *Impairer) intn(n int) int {
 	return int((im.pcg.Uint64() >> 32) * uint64(n) >> 32)
 }
 
-// Push takes the frame of length n that arrived in slot at now and decides its
-// fate: loss, corruption, reordering, duplication, delay, in that order. The
-// slot belongs to the Impairer from here on.
+// Push takes the frame of length n (at most SlotSize) that arrived in slot at
+// now and decides its fate: loss, corruption, reordering, duplication, delay,
+// in that order (so a duplicate of a corrupted frame carries the same flipped
+// bit). Only IPv4 frames are corrupted (see checksummed); the
+// decision is drawn for every frame all the same, so the sequence of decisions
+// does not depend on the frames' types. The slot belongs to the Impairer from here on.
 func (im *Impairer) Push(now time.Duration, slot int32, n int) {
 	im.Stats.Received++
 	if im.chance(im.spec.Loss) {
@@ -136,7 +150,7 @@ func (im *Impairer) Push(now time.Duration, slot int32, n int) {
 		im.Free(slot)
 		return
 	}
-	if im.chance(im.spec.Corrupt) && n > ethHeaderLen {
+	if im.chance(im.spec.Corrupt) && checksummed(im.slot(slot)[:n]) {
 		bit := im.intn((n - ethHeaderLen) * 8)
 		im.slot(slot)[ethHeaderLen+bit/8] ^= 1 << (bit % 8)
 		im.Stats.Corrupted++

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -10,17 +11,28 @@ import (
 	"time"
 )
 
-// testFrame builds frame i: a length from 60 to 1514 bytes, the sequence
-// number right after the Ethernet header, seeded filler after it.
-func testFrame(i int) []byte {
-	r := rand.New(rand.NewPCG(uint64(i), 99))
-	f := make([]byte, 60+r.IntN(1514-60+1))
-	for j := range f {
-		f[j] = byte(r.Uint32())
+// testFrames holds frame i at index i: a length from 60 to 1514 bytes,
+// EtherType IPv4, the sequence number right after the Ethernet header, seeded
+// filler elsewhere.
+// Built once; tests must not modify them.
+var testFrames = func() [][]byte {
+	r := rand.New(rand.NewPCG(1, 99))
+	fs := make([][]byte, 10_000)
+	for i := range fs {
+		f := make([]byte, 60+r.IntN(1514-60+1))
+		for j := 0; j < len(f); j += 8 {
+			var w [8]byte
+			binary.LittleEndian.PutUint64(w[:], r.Uint64())
+			copy(f[j:], w[:])
+		}
+		binary.BigEndian.PutUint16(f[12:], 0x0800) // IPv4, so corruptible
+		binary.BigEndian.PutUint32(f[ethHeaderLen:], uint32(i))
+		fs[i] = f
 	}
-	binary.BigEndian.PutUint32(f[ethHeaderLen:], uint32(i))
-	return f
-}
+	return fs
+}()
+
+func testFrame(i int) []byte { return testFrames[i] }
 
 // impairRun feeds n frames, one every gap of fake time, through an Impairer and
 // collects what comes out, polling every step. It returns the frames out, their
@@ -32,6 +44,11 @@ type impairOut struct {
 }
 
 func impairRun(t *testing.T, im *Impairer, n int, gap, step time.Duration) []impairOut {
+	return impairRunKeep(t, im, n, gap, step, true)
+}
+
+// impairRunKeep is impairRun; keep=false leaves the frames out of the result.
+func impairRunKeep(t *testing.T, im *Impairer, n int, gap, step time.Duration, keep bool) []impairOut {
 	t.Helper()
 	var out []impairOut
 	batch := make([][]byte, 16)
@@ -43,7 +60,11 @@ func impairRun(t *testing.T, im *Impairer, n int, gap, step time.Duration) []imp
 				return
 			}
 			for _, f := range batch[:k] {
-				out = append(out, impairOut{frame: bytes.Clone(f), seq: int(binary.BigEndian.Uint32(f[ethHeaderLen:])), at: now})
+				o := impairOut{seq: int(binary.BigEndian.Uint32(f[ethHeaderLen:])), at: now}
+				if keep {
+					o.frame = bytes.Clone(f)
+				}
+				out = append(out, o)
 			}
 			im.Done(k, k)
 		}
@@ -55,8 +76,7 @@ func impairRun(t *testing.T, im *Impairer, n int, gap, step time.Duration) []imp
 			if !ok {
 				t.Fatalf("frame %d: no free slot with %d queued", i, im.Queued())
 			}
-			f := testFrame(i)
-			im.Push(now, slot, copy(buf, f))
+			im.Push(now, slot, copy(buf, testFrame(i)))
 			i++
 			next += gap
 		}
@@ -110,7 +130,7 @@ func TestImpairRates(t *testing.T) {
 		} {
 			tc.spec.Seed = seed
 			im := NewImpairer(tc.spec, 0, 256, 2048)
-			out := impairRun(t, im, n, time.Microsecond, time.Microsecond)
+			out := impairRunKeep(t, im, n, time.Microsecond, time.Microsecond, false)
 			binomialBand(t, tc.name, tc.count(im.Stats), n, tc.p)
 			if got := uint64(len(out)); got != im.Stats.Forwarded || got != n-im.Stats.Dropped+im.Stats.Duplicated {
 				t.Errorf("%s: %d frames out, stats %+v", tc.name, got, im.Stats)
@@ -241,6 +261,9 @@ func TestImpairCorrupt(t *testing.T) {
 	if len(out) != 2000 || im.Stats.Corrupted != 2000 {
 		t.Fatalf("%d frames out, stats %+v", len(out), im.Stats)
 	}
+	// Where in the payload the flip landed, in eighths: uniform if the bit is
+	// drawn over the whole payload.
+	var where [8]int
 	for i, o := range out {
 		want := testFrame(i)
 		if len(o.frame) != len(want) {
@@ -249,13 +272,40 @@ func TestImpairCorrupt(t *testing.T) {
 		flipped := 0
 		for j := range want {
 			d := bits.OnesCount8(want[j] ^ o.frame[j])
-			if d != 0 && j < ethHeaderLen {
+			if d == 0 {
+				continue
+			}
+			if j < ethHeaderLen {
 				t.Fatalf("frame %d: Ethernet header byte %d changed", i, j)
 			}
+			where[(j-ethHeaderLen)*8/(len(want)-ethHeaderLen)]++
 			flipped += d
 		}
 		if flipped != 1 {
 			t.Fatalf("frame %d: %d bits flipped, want 1", i, flipped)
+		}
+	}
+	for k, c := range where {
+		binomialBand(t, fmt.Sprintf("flips in eighth %d of the payload", k), uint64(c), len(out), 1.0/8)
+	}
+}
+
+func TestImpairCorruptOnlyIPv4(t *testing.T) {
+	for _, tc := range []struct {
+		etype   uint16
+		corrupt bool
+	}{{0x0800, true}, {0x86dd, false}, {0x0806, false}, {0x88b5, false}} {
+		im := NewImpairer(ImpairSpec{Corrupt: 1, Seed: 1}, 0, 4, 2048)
+		f := bytes.Clone(testFrame(3))
+		binary.BigEndian.PutUint16(f[12:], tc.etype)
+		s, buf, _ := im.Alloc()
+		im.Push(0, s, copy(buf, f))
+		out := make([][]byte, 1)
+		if im.Due(0, out) != 1 {
+			t.Fatalf("EtherType %#04x: frame not out", tc.etype)
+		}
+		if changed := !bytes.Equal(out[0], f); changed != tc.corrupt || (im.Stats.Corrupted == 1) != tc.corrupt {
+			t.Errorf("EtherType %#04x: changed %v, counted %d; want corrupted %v", tc.etype, changed, im.Stats.Corrupted, tc.corrupt)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"net/netip"
-	"os"
 
 	"github.com/cilium/ebpf/link"
 	"github.com/safchain/ethtool"
@@ -19,7 +17,8 @@ import (
 // queue count and MTU, so native XDP on the server end attaches as without
 // the bridge. Frames reach the server end on the tx queue the middle kernel
 // hashes each flow to (stable per flow), not the one the client picked.
-// Built by NewImpaired, removed by Close.
+// Built by NewImpaired, removed by Close (Lab.Close, which runs the bridge's
+// teardown first).
 type Impaired struct {
 	*Lab
 	MiddleNS    *NS
@@ -28,62 +27,40 @@ type Impaired struct {
 	Bridge      *Bridge
 	Spec        ImpairSpec
 
-	xdpPass []link.Link // XDP_PASS on both middle ends (see NewImpaired)
+	xdpPass []link.Link // XDP_PASS on both middle ends (see build)
 }
 
 // NewImpaired builds a lab like New with a bridge applying spec between
-// client and server. On failure everything made so far is removed.
-func NewImpaired(c Config, spec ImpairSpec) (_ *Impaired, err error) {
-	if os.Geteuid() != 0 {
-		return nil, ErrNotRoot
+// client and server, through New's Config.Between hook. On failure everything
+// made so far is removed; Lab.Close removes all of it, bridge included.
+func NewImpaired(c Config, spec ImpairSpec) (*Impaired, error) {
+	if c.Between != nil {
+		return nil, fmt.Errorf("impaired lab: Config.Between is already set")
 	}
-	if c.Prefix == "" {
-		c.Prefix = "pc"
-	}
-	if c.Queues <= 0 {
-		c.Queues = 1
-	}
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
-	id := uniqueID()
-	l := &Lab{
-		ID:       id,
-		ServerIf: Name(c.Prefix, id, "s"),
-		ClientIf: Name(c.Prefix, id, "c"),
-		Queues:   c.Queues,
-		MTU:      c.MTU,
-		Subnet:   Subnet(id),
-	}
-	l.ServerIP = Host(l.Subnet, 1)
-	l.ClientIP = Host(l.Subnet, 2)
-	im := &Impaired{
-		Lab:         l,
-		MidClientIf: Name(c.Prefix, id, "mc"),
-		MidServerIf: Name(c.Prefix, id, "ms"),
-		Spec:        spec,
-	}
-	defer func() {
-		if err != nil {
-			im.Close()
-		}
-	}()
-	if !c.ServerRoot {
-		if l.ServerNS, err = NewNS(Name(c.Prefix, id, "-srv")); err != nil {
-			return nil, err
-		}
-	}
-	if l.ClientNS, err = NewNS(Name(c.Prefix, id, "-cli")); err != nil {
+	im := &Impaired{Spec: spec}
+	c.Between = im.build
+	l, err := New(c)
+	if err != nil {
 		return nil, err
 	}
-	if im.MiddleNS, err = NewNS(Name(c.Prefix, id, "-mid")); err != nil {
-		return nil, err
+	im.Lab = l
+	return im, nil
+}
+
+// build makes the middle namespace, both veth pairs and the bridge; New has
+// made the client and server namespaces and applied c's defaults.
+func (im *Impaired) build(l *Lab, c Config) (err error) {
+	im.MidClientIf = Name(c.Prefix, l.ID, "mc")
+	im.MidServerIf = Name(c.Prefix, l.ID, "ms")
+	l.OnClose(im.teardown) // first, so a partial build is undone too
+	if im.MiddleNS, err = NewNS(Name(c.Prefix, l.ID, "-mid")); err != nil {
+		return err
 	}
 	// No IPv6 in the middle, so its kernel sends nothing of its own (router
 	// solicitations, MLD) out of the bridge ends. Set before the links exist.
 	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
 		if err = im.MiddleNS.Sysctl(k, "1"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err = NewVeth(VethConfig{
@@ -91,51 +68,54 @@ func NewImpaired(c Config, spec ImpairSpec) (_ *Impaired, err error) {
 		PeerName: im.MidServerIf, PeerNS: im.MiddleNS,
 		Queues: c.Queues, MTU: c.MTU,
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err = NewVeth(VethConfig{
 		Name: l.ClientIf, NS: l.ClientNS,
 		PeerName: im.MidClientIf, PeerNS: im.MiddleNS,
 		Queues: c.Queues, MTU: c.MTU,
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	// A frame that an XDP program on a veth end sends back out (XDP_TX) or
 	// redirects into a veth reaches the peer only if the peer has an XDP
 	// program too; without one the sender counts it in xdp_tx_errors and drops
 	// it (TestImpairXDPTx). Skb transmits, AF_XDP copy-mode tx among them, do
-	// not need it. An XDP_PASS program on each middle end lets either kind
-	// through, so the server end behaves as if its peer were a plain veth.
-	// Attaching XDP turns GRO on, so GRO goes off after it.
+	// not need it (TestImpairAFXDPTx). An XDP_PASS program on each middle end
+	// lets either kind through, so the server end behaves as if its peer were
+	// a plain veth. Attaching XDP turns GRO on, so GRO goes off after it.
 	for _, name := range []string{im.MidClientIf, im.MidServerIf} {
 		var x link.Link
 		if x, err = attachXDP(im.MiddleNS, name, xdpPass); err != nil {
-			return nil, err
+			return err
 		}
 		im.xdpPass = append(im.xdpPass, x)
 		if err = disableGRO(im.MiddleNS, name); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err = DisableOffloads(l.ClientNS, l.ClientIf); err != nil {
-		return nil, err
+	im.Bridge, err = NewBridge(im.MiddleNS, im.MidClientIf, im.MidServerIf, c.MTU, im.Spec)
+	return err
+}
+
+// teardown stops the bridge, detaches the XDP programs, deletes both veth
+// pairs and removes the middle namespace. Run by Lab.Close.
+func (im *Impaired) teardown() error {
+	var errs []error
+	if im.Bridge != nil {
+		errs = append(errs, im.Bridge.Close())
 	}
-	if err = l.ClientNS.Sysctl("net/core/txrehash", "0"); err != nil {
-		return nil, err
+	for _, x := range im.xdpPass {
+		errs = append(errs, x.Close())
 	}
-	if err = AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(l.ClientIP, 24)); err != nil {
-		return nil, err
+	im.xdpPass = nil
+	// Delete the pairs now: freeing the namespace would destroy them later,
+	// in the kernel's own time, racing with Lab.Close deleting the client end.
+	if im.MiddleNS != nil {
+		errs = append(errs, DeleteLink(im.MiddleNS, im.MidClientIf), DeleteLink(im.MiddleNS, im.MidServerIf))
 	}
-	if l.ServerMAC, err = HardwareAddr(l.ServerNS, l.ServerIf); err != nil {
-		return nil, err
-	}
-	if l.ClientMAC, err = HardwareAddr(l.ClientNS, l.ClientIf); err != nil {
-		return nil, err
-	}
-	if im.Bridge, err = NewBridge(im.MiddleNS, im.MidClientIf, im.MidServerIf, c.MTU, spec); err != nil {
-		return nil, err
-	}
-	return im, nil
+	errs = append(errs, im.MiddleNS.Delete())
+	return errors.Join(errs...)
 }
 
 // Stats returns the bridge's counters by direction: to the server and to the client.
@@ -145,21 +125,6 @@ func (im *Impaired) Stats() (toServer, toClient ImpairStats) {
 	}
 	s := im.Bridge.Stats()
 	return s.AB, s.BA
-}
-
-// Close stops the bridge and removes the middle namespace and the lab.
-// Idempotent; safe on a partly built lab.
-func (im *Impaired) Close() error {
-	var errs []error
-	if im.Bridge != nil {
-		errs = append(errs, im.Bridge.Close())
-	}
-	for _, x := range im.xdpPass {
-		errs = append(errs, x.Close())
-	}
-	im.xdpPass = nil
-	errs = append(errs, im.Lab.Close(), im.MiddleNS.Delete())
-	return errors.Join(errs...)
 }
 
 // String describes the lab and the impairment in one line.

@@ -26,6 +26,7 @@ const MaxImpairDelay = time.Second
 // "loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=7".
 // Keys may come in any order and each at most once; missing keys are zero.
 // Rates take a percent sign so that "loss=5" cannot mean 5 or 500 percent.
+// Errors quote the offending value, so they stay on one line.
 func ParseImpair(s string) (ImpairSpec, error) {
 	var sp ImpairSpec
 	s = strings.TrimSpace(s)
@@ -56,14 +57,14 @@ func ParseImpair(s string) (ImpairSpec, error) {
 		case "delay":
 			sp.Delay, err = time.ParseDuration(v)
 			if err != nil {
-				err = fmt.Errorf("impair: delay=%s is not a duration: write e.g. delay=1ms", v)
+				err = fmt.Errorf("impair: delay=%q is not a duration: write e.g. delay=1ms", v)
 			} else if sp.Delay < 0 || sp.Delay > MaxImpairDelay {
-				err = fmt.Errorf("impair: delay=%s is out of range: use 0 to %v", v, MaxImpairDelay)
+				err = fmt.Errorf("impair: delay=%q is out of range: use 0 to %v", v, MaxImpairDelay)
 			}
 		case "seed":
 			sp.Seed, err = strconv.ParseUint(v, 0, 64)
 			if err != nil {
-				err = fmt.Errorf("impair: seed=%s is not an unsigned integer: write e.g. seed=1", v)
+				err = fmt.Errorf("impair: seed=%q is not an unsigned integer: write e.g. seed=1", v)
 			}
 		default:
 			err = fmt.Errorf("impair: unknown key %q: use loss, reorder, duplicate, corrupt, delay or seed", k)
@@ -79,14 +80,14 @@ func ParseImpair(s string) (ImpairSpec, error) {
 func parseRate(k, v string) (float64, error) {
 	num, ok := strings.CutSuffix(v, "%")
 	if !ok {
-		return 0, fmt.Errorf("impair: %s=%s needs a percent sign: write e.g. %s=%s%%", k, v, k, v)
+		return 0, fmt.Errorf("impair: %s=%q needs a percent sign: write e.g. %s=5%%", k, v, k)
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || f != f {
-		return 0, fmt.Errorf("impair: %s=%s is not a percentage: write e.g. %s=5%%", k, v, k)
+		return 0, fmt.Errorf("impair: %s=%q is not a percentage: write e.g. %s=5%%", k, v, k)
 	}
 	if f < 0 || f > 100 {
-		return 0, fmt.Errorf("impair: %s=%s is out of range: use 0%% to 100%%", k, v)
+		return 0, fmt.Errorf("impair: %s=%q is out of range: use 0%% to 100%%", k, v)
 	}
 	return f / 100, nil
 }

@@ -54,3 +54,28 @@ func TestParseImpairErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseImpair: any input gives a spec that round-trips or a one-line error.
+func FuzzParseImpair(f *testing.F) {
+	for _, s := range []string{"loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=7", "loss=1e-3%", "delay=1h", "seed=0x10", "=,="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := ParseImpair(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		for _, p := range []float64{sp.Loss, sp.Reorder, sp.Duplicate, sp.Corrupt} {
+			if !(p >= 0 && p <= 1) {
+				t.Fatalf("%q: rate %v out of [0, 1]", s, p)
+			}
+		}
+		back, err := ParseImpair(sp.String())
+		if err != nil || back != sp {
+			t.Fatalf("%q: round trip of %q gave %+v, %v", s, sp.String(), back, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -10,10 +11,6 @@ import (
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 )
-
-// etherTest is the local experimental EtherType (IEEE 802): no kernel
-// protocol handles it, so only the test's sockets and programs see it.
-const etherTest = 0x88b5
 
 // TestImpairXDPTx checks that frames an XDP program on the server end sends
 // back out (XDP_TX) cross the bridge, thanks to the XDP_PASS program on the
@@ -75,59 +72,6 @@ func TestImpairXDPTx(t *testing.T) {
 	}
 }
 
-// openTestSocket opens an AF_PACKET socket on name (in the calling thread's
-// namespace) for test EtherType frames arriving there, with a 5 s read timeout.
-func openTestSocket(name string) (int, error) {
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		return -1, err
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	tv := unix.Timeval{Sec: 5}
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTest), Ifindex: ifi.Index}); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// sendTestFrames sends n test frames from the client end to the server MAC,
-// numbered from first, on socket fd.
-func sendTestFrames(t *testing.T, im *Impaired, fd int, first, n int) {
-	t.Helper()
-	h, err := im.ClientNS.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	l, err := h.LinkByName(im.ClientIf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ifi := l.Attrs().Index
-	f := make([]byte, 60)
-	copy(f, im.ServerMAC)
-	copy(f[6:], im.ClientMAC)
-	binary.BigEndian.PutUint16(f[12:], etherTest)
-	for i := range n {
-		binary.BigEndian.PutUint32(f[14:], uint32(first+i))
-		if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifi, Halen: 6}); err != nil {
-			t.Fatalf("send test frame: %v", err)
-		}
-	}
-}
-
 // xdpTxErrors sums a veth end's per-queue xdp_tx_errors (ethtool -S).
 func xdpTxErrors(t *testing.T, ns *NS, name string) uint64 {
 	t.Helper()
@@ -152,4 +96,72 @@ func xdpTxErrors(t *testing.T, ns *NS, name string) uint64 {
 		t.Fatalf("ethtool -S %s: %v", name, err)
 	}
 	return sum
+}
+
+// TestImpairedSpreadsFlows checks that flows through the bridge reach more
+// than one rx queue of the server end: the middle kernel picks the tx queue
+// of each frame the bridge sends by the flow's hash.
+func TestImpairedSpreadsFlows(t *testing.T) {
+	im, ln := newImpairedTCP(t, ImpairSpec{})
+	// An XDP program on the server end makes veth count frames per rx queue.
+	x, err := attachXDP(im.ServerNS, im.ServerIf, xdpPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	const flows = 32 // all on one queue of two: 2^-31 for a fair hash
+	if err := im.ClientNS.Do(func() error {
+		for range flows {
+			d := net.Dialer{Timeout: 5 * time.Second}
+			c, err := d.Dial("tcp4", ln.Addr().String())
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	per := xdpPacketsPerQueue(t, im.ServerNS, im.ServerIf)
+	t.Logf("server end rx frames per queue: %v", per)
+	if len(per) != 2 || per[0] == 0 || per[1] == 0 {
+		t.Fatalf("rx frames per queue %v: want frames on both queues", per)
+	}
+}
+
+// xdpPacketsPerQueue reads a veth end's rx_queue_N_xdp_packets (ethtool -S).
+func xdpPacketsPerQueue(t *testing.T, ns *NS, name string) []uint64 {
+	t.Helper()
+	var per []uint64
+	if err := ns.Do(func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		st, err := e.Stats(name)
+		if err != nil {
+			return err
+		}
+		for q := 0; ; q++ {
+			v, ok := st[fmt.Sprintf("rx_queue_%d_xdp_packets", q)]
+			if !ok {
+				return nil
+			}
+			per = append(per, v)
+		}
+	}); err != nil {
+		t.Fatalf("ethtool -S %s: %v", name, err)
+	}
+	return per
 }

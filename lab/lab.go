@@ -16,6 +16,14 @@ type Config struct {
 	Queues     int    // queues on both veth ends, default 1
 	MTU        int    // default 1500, at most MaxXDPMTU
 	ServerRoot bool   // put the server end in the root namespace instead of its own
+
+	// Between, when set, builds the path between the server end and the
+	// client namespace instead of one direct veth pair (an impairment
+	// middle namespace uses it). It must create l.ServerIf in l.ServerNS and
+	// l.ClientIf in l.ClientNS, both up, with c.Queues queues and c.MTU, and
+	// register the teardown of anything else it makes with l.OnClose. New
+	// then configures the client end (offloads, txrehash, address) as usual.
+	Between func(l *Lab, c Config) error
 }
 
 // Lab is a veth pair between a client namespace (kernel TCP/IP, an address
@@ -37,9 +45,14 @@ type Lab struct {
 	ServerMAC net.HardwareAddr // MAC of ServerIf
 	ClientMAC net.HardwareAddr // MAC of ClientIf
 
+	onClose   []func() error
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// OnClose registers fn to run first in Close (in reverse order of
+// registration), before the client and server namespaces go.
+func (l *Lab) OnClose(fn func() error) { l.onClose = append(l.onClose, fn) }
 
 // New builds a lab. On failure everything made so far is removed.
 func New(c Config) (_ *Lab, err error) {
@@ -79,11 +92,16 @@ func New(c Config) (_ *Lab, err error) {
 	if l.ClientNS, err = NewNS(Name(c.Prefix, id, "-cli")); err != nil {
 		return nil, err
 	}
-	if err = NewVeth(VethConfig{
-		Name: l.ServerIf, NS: l.ServerNS,
-		PeerName: l.ClientIf, PeerNS: l.ClientNS,
-		Queues: c.Queues, MTU: c.MTU,
-	}); err != nil {
+	if c.Between != nil {
+		err = c.Between(l, c)
+	} else {
+		err = NewVeth(VethConfig{
+			Name: l.ServerIf, NS: l.ServerNS,
+			PeerName: l.ClientIf, PeerNS: l.ClientNS,
+			Queues: c.Queues, MTU: c.MTU,
+		})
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err = DisableOffloads(l.ClientNS, l.ClientIf); err != nil {
@@ -110,6 +128,9 @@ func New(c Config) (_ *Lab, err error) {
 func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
 		var errs []error
+		for i := len(l.onClose) - 1; i >= 0; i-- {
+			errs = append(errs, l.onClose[i]())
+		}
 		// With the server end in root, deleting it removes the pair now rather
 		// than when the client namespace is freed.
 		if l.ServerNS == nil {

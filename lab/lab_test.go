@@ -126,3 +126,85 @@ func TestLabServerInRoot(t *testing.T) {
 		t.Errorf("server end %s left in root", l.ServerIf)
 	}
 }
+
+// TestLabBetween builds the wire through a middle namespace with two veth
+// pairs, the way an impairment bridge does, and checks Close removes it.
+func TestLabBetween(t *testing.T) {
+	needRoot(t)
+	var mid *NS
+	l, err := New(Config{Queues: 2, Between: func(l *Lab, c Config) error {
+		var err error
+		if mid, err = NewNS(Name("pc", l.ID, "-mid")); err != nil {
+			return err
+		}
+		l.OnClose(mid.Delete)
+		if err := NewVeth(VethConfig{Name: l.ServerIf, NS: l.ServerNS, PeerName: "ms", PeerNS: mid, Queues: c.Queues, MTU: c.MTU}); err != nil {
+			return err
+		}
+		return NewVeth(VethConfig{Name: "mc", NS: mid, PeerName: l.ClientIf, PeerNS: l.ClientNS, Queues: c.Queues, MTU: c.MTU})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	h, err := mid.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, n := range []string{"ms", "mc"} {
+		if _, err := h.LinkByName(n); err != nil {
+			t.Errorf("middle %s: %v", n, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(netnsDir + "/" + mid.Name); !os.IsNotExist(err) {
+		t.Errorf("middle netns left behind (%v)", err)
+	}
+}
+
+// TestListAndRemove is what `lab status` and `lab down NAME` do.
+func TestListAndRemove(t *testing.T) {
+	needRoot(t)
+	l, err := New(Config{Prefix: "pr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	name := l.ClientNS.Name[:len(l.ClientNS.Name)-len("-cli")]
+	got, err := Namespaces(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Namespaces(%q) = %v, want the client and server namespaces", name, got)
+	}
+	if short, _ := Namespaces(name[:len(name)-1]); len(short) != 0 {
+		t.Fatalf("a shorter name matched: %v", short)
+	}
+	if err := RemoveByName(got); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := List(name); len(got) != 0 {
+		t.Fatalf("after RemoveByName: %v", got)
+	}
+	// Close after an outside removal still succeeds.
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close after removal: %v", err)
+	}
+}
+
+func TestLabRejectsMTUAboveXDPLimit(t *testing.T) {
+	needRoot(t)
+	if l, err := New(Config{MTU: MaxXDPMTU + 1}); err == nil {
+		l.Close()
+		t.Fatal("lab with MTU above the native-XDP limit")
+	}
+	l, err := New(Config{MTU: MaxXDPMTU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}

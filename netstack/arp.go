@@ -13,11 +13,12 @@ const (
 
 // arpEntry is one neighbour. 24 bytes.
 type arpEntry struct {
-	ip      IPv4Addr
-	mac     MAC
-	state   uint8
-	tries   uint8 // requests sent for this resolution
-	expires int64 // ns since the stack's epoch
+	ip        IPv4Addr
+	mac       MAC
+	state     uint8
+	tries     uint8 // requests sent for this resolution
+	refreshed bool  // reachable: a unicast refresh request was sent
+	expires   int64 // ns since the stack's epoch
 }
 
 // arpProbe is how many consecutive slots an address may occupy: lookups scan
@@ -63,9 +64,12 @@ func (c *arpCache) find(ip IPv4Addr) *arpEntry {
 }
 
 // slot returns ip's entry if present, else a free slot in ip's window, else
-// the entry to evict (the one that expires first, reachable entries before
-// incomplete ones) and true.
-func (c *arpCache) slot(ip IPv4Addr) (e *arpEntry, evict bool) {
+// the entry to evict and true. The victim is an incomplete entry if any (the
+// cheapest loss: a resolution that a flood of new sources started), else the
+// reachable entry that expires first; the entry for keep (the gateway) is
+// never chosen. It returns nil, false only when the whole window is keep,
+// which cannot happen (keep is one address).
+func (c *arpCache) slot(ip, keep IPv4Addr) (e *arpEntry, evict bool) {
 	w := c.e[c.home(ip):][:arpProbe]
 	var free, victim *arpEntry
 	for i := range w {
@@ -76,8 +80,9 @@ func (c *arpCache) slot(ip IPv4Addr) (e *arpEntry, evict bool) {
 			}
 		case w[i].ip == ip:
 			return &w[i], false
+		case w[i].ip == keep:
 		case victim == nil,
-			victim.state == arpIncomplete && w[i].state == arpReachable,
+			victim.state == arpReachable && w[i].state == arpIncomplete,
 			victim.state == w[i].state && w[i].expires < victim.expires:
 			victim = &w[i]
 		}
@@ -124,10 +129,13 @@ func (s *Stack) arpInput(e Ethernet) {
 		return
 	}
 	forUs := tpa == s.cfg.Addr
-	// RFC 826 merge: update the sender if known; add it when the packet is
-	// for us. spa 0.0.0.0 is an RFC 5227 probe: nothing to learn.
+	// RFC 826 merge: update the sender if known; add it when it asks for
+	// us (it is about to talk to us). An unsolicited reply only updates, as
+	// Linux does with arp_accept=0, so it cannot plant entries; a reply we
+	// asked for finds its incomplete entry. spa 0.0.0.0 is an RFC 5227
+	// probe: nothing to learn.
 	if spa != IPv4Zero && s.onLink(spa) {
-		s.arpLearn(spa, sha, forUs)
+		s.arpLearn(spa, sha, forUs && op == ARPRequest)
 	}
 	if !forUs {
 		s.stats.ARPNotForUs++
@@ -147,6 +155,11 @@ func (s *Stack) sendARP(op uint16, ethDst, tha MAC, tpa IPv4Addr) {
 	if !ok {
 		return
 	}
+	if len(f.Buf) < EthernetHeaderLen+ARPLen { // a link with tiny frames
+		s.freeTx(f)
+		s.stats.TxNoFrame++
+		return
+	}
 	(&EthernetFields{Dst: ethDst, Src: s.cfg.MAC, Type: EtherTypeARP}).Encode(f.Buf)
 	(&ARPFields{Op: op, SenderMAC: s.cfg.MAC, SenderIP: s.cfg.Addr, TargetMAC: tha, TargetIP: tpa}).Encode(f.Buf[EthernetHeaderLen:])
 	s.queueTx(f, EthernetHeaderLen+ARPLen)
@@ -163,7 +176,9 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 	var e *arpEntry
 	if create {
 		var evict bool
-		e, evict = s.arp.slot(ip)
+		if e, evict = s.arp.slot(ip, s.cfg.Gateway); e == nil {
+			return
+		}
 		if evict {
 			s.arpEvict(e)
 		}
@@ -171,7 +186,7 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 		return
 	}
 	was := e.state
-	e.ip, e.mac, e.state, e.tries = ip, mac, arpReachable, 0
+	e.ip, e.mac, e.state, e.tries, e.refreshed = ip, mac, arpReachable, 0, false
 	e.expires = s.now + int64(s.cfg.ARPLifetime)
 	if was == arpIncomplete {
 		s.releasePending(ip, mac)
@@ -179,10 +194,16 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 }
 
 // arpGlean refreshes or adds the sender of a received IPv4 packet (already
-// known to be on-link and unicast). It is arpLearn without the store when
-// nothing changed, which is the per-packet case.
+// known to be on-link and unicast). It never evicts: gleaning from a flood
+// of (spoofed) on-link sources only fills free slots. (Answering such a
+// flood does resolve, and so evict; slot then prefers the flood's own
+// incomplete entries, and never takes the gateway's.)
 func (s *Stack) arpGlean(ip IPv4Addr, mac MAC) {
-	if e := s.arp.find(ip); e != nil && e.state == arpReachable && e.mac == mac {
+	e, evict := s.arp.slot(ip, s.cfg.Gateway)
+	if evict {
+		return
+	}
+	if e.state == arpReachable && e.mac == mac { // the per-packet case
 		e.expires = s.now + int64(s.cfg.ARPLifetime)
 		return
 	}
@@ -204,6 +225,13 @@ func (s *Stack) resolve(hop IPv4Addr) (MAC, bool) {
 	e := s.arp.find(hop)
 	if e != nil && e.state == arpReachable {
 		if e.expires > s.now {
+			// In the last quarter of its life an entry in use is checked
+			// with one unicast request (RFC 1122 2.3.2.1), so a busy peer
+			// that gleaning cannot refresh (the gateway) never stalls.
+			if !e.refreshed && e.expires-s.now < int64(s.cfg.ARPLifetime)/4 {
+				e.refreshed = true
+				s.sendARP(ARPRequest, e.mac, MACZero, hop)
+			}
 			return e.mac, true
 		}
 		// Expired: resolve again (an active peer is refreshed by gleaning,
@@ -214,7 +242,10 @@ func (s *Stack) resolve(hop IPv4Addr) (MAC, bool) {
 	if e != nil { // incomplete: a request is out; the retry timer runs
 		return MAC{}, false
 	}
-	e, evict := s.arp.slot(hop)
+	e, evict := s.arp.slot(hop, s.cfg.Gateway)
+	if e == nil {
+		return MAC{}, false
+	}
 	if evict {
 		s.arpEvict(e)
 	}

@@ -60,15 +60,22 @@ type ring struct {
 
 func newRing(c int) ring { return ring{id: make([]uint64, c), n: make([]int, c)} }
 
+// push and pop wrap with a compare, not %: a division per frame showed up
+// as a tenth of the stack benchmarks' time.
 func (r *ring) push(id uint64, n int) {
-	i := (r.head + r.len) % len(r.id)
+	i := r.head + r.len
+	if i >= len(r.id) {
+		i -= len(r.id)
+	}
 	r.id[i], r.n[i] = id, n
 	r.len++
 }
 
 func (r *ring) pop() (uint64, int) {
 	id, n := r.id[r.head], r.n[r.head]
-	r.head = (r.head + 1) % len(r.id)
+	if r.head++; r.head == len(r.id) {
+		r.head = 0
+	}
 	r.len--
 	return id, n
 }

@@ -28,36 +28,38 @@ import (
 // It reads 8 bytes at a time into a 64-bit accumulator with end-around carry
 // (the carry chain of bits.Add64), 32 bytes per loop turn, and folds once at
 // the end; the ones' complement sum of 64-bit words folds to the same 16-bit
-// sum as that of the 16-bit words they hold (RFC 1071 section 2(C)).
+// sum as that of the 16-bit words they hold (RFC 1071 section 2(C)). Words
+// are loaded little-endian (no byte swap per load) and the folded sum is
+// swapped once: the sum is byte-order independent (RFC 1071 section 2(B)).
 func ChecksumAdd(sum uint32, b []byte) uint32 {
-	acc := uint64(sum)
-	var c uint64
+	var acc, c uint64
 	for len(b) >= 32 {
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[0:8]), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[8:16]), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[16:24]), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[24:32]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[0:8]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[8:16]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[16:24]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[24:32]), c)
 		b = b[32:]
 	}
 	for len(b) >= 8 {
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
 		b = b[8:]
 	}
 	if len(b) >= 4 {
-		acc, c = bits.Add64(acc, uint64(binary.BigEndian.Uint32(b)), c)
+		acc, c = bits.Add64(acc, uint64(binary.LittleEndian.Uint32(b)), c)
 		b = b[4:]
 	}
 	if len(b) >= 2 {
-		acc, c = bits.Add64(acc, uint64(binary.BigEndian.Uint16(b)), c)
+		acc, c = bits.Add64(acc, uint64(binary.LittleEndian.Uint16(b)), c)
 		b = b[2:]
-	}
-	if len(b) == 1 {
-		// An odd final byte is padded with a zero byte on its right.
-		acc, c = bits.Add64(acc, uint64(b[0])<<8, c)
 	}
 	acc, c = bits.Add64(acc, 0, c)
 	acc += c // cannot carry again: acc was 0 if c is 1
-	return fold64(acc)
+	be := uint64(bits.ReverseBytes16(uint16(fold64(acc)))) + uint64(sum)
+	if len(b) == 1 {
+		// An odd final byte is padded with a zero byte on its right.
+		be += uint64(b[0]) << 8
+	}
+	return fold64(be)
 }
 
 // fold64 folds a 64-bit ones' complement sum to 16 bits.

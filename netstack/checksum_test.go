@@ -181,10 +181,15 @@ func benchChecksum(b *testing.B, n int, f func([]byte) uint32) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	var sink uint32
+	start := cpuTime()
 	for b.Loop() {
 		sink += f(buf)
 	}
 	_ = sink
+	if cpu := cpuTime() - start; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds()/1e6, "cpu-MB/s")
+	}
 }
 
 func fast(b []byte) uint32 { return ChecksumAdd(0, b) }

@@ -1,7 +1,18 @@
 package netstack
 
+import "encoding/binary"
+
 // IPv4 for one stack: receive checks and dispatch, and the transmit API that
 // ICMP and TCP build packets with.
+//
+// Transmit API (for transports, during Poll):
+//
+//	f, payload, ok := s.allocIPv4()       // payload: after Ethernet+IPv4 headers
+//	n := writeSegment(payload)            // header + data, checksum with PseudoHeaderSum
+//	s.sendIPv4(f, dst, ProtoTCP, n)       // fills IPv4+Ethernet, batches, or parks for ARP
+//
+// Frames go to the link in batches of Config.Batch (TxSubmit), and Poll
+// flushes once at its end. The MSS for our MTU is s.mtu-40.
 
 // ipv4Input checks one IPv4 packet and hands it to ICMP or TCP.
 func (s *Stack) ipv4Input(e Ethernet) {
@@ -51,6 +62,12 @@ func (s *Stack) ipv4Input(e Ethernet) {
 		} else {
 			s.stats.IPv4WrongDst++
 		}
+		return
+	}
+	if e.Dst() == MACBroadcast {
+		// RFC 1122 3.3.6: a unicast datagram in a link-layer broadcast is
+		// silently discarded.
+		s.stats.IPv4LinkBcast++
 		return
 	}
 	// A valid packet for us: its sender is a live neighbour (or, off-link,
@@ -122,7 +139,6 @@ func (s *Stack) sendIPv4(f Frame, dst IPv4Addr, proto uint8, payloadLen int) {
 		s.freeTx(f)
 		return
 	}
-	var mac MAC
 	bcast := dst == IPv4Broadcast || dst == s.subnetBcast
 	hop, ok := s.route(dst)
 	if !ok && !bcast {
@@ -131,29 +147,51 @@ func (s *Stack) sendIPv4(f Frame, dst IPv4Addr, proto uint8, payloadLen int) {
 		return
 	}
 	n := txPayloadOff + payloadLen
-	ipf := IPv4Fields{
-		TotalLen: uint16(IPv4MinHeaderLen + payloadLen),
-		ID:       s.ipID,
-		Flags:    IPv4FlagDF,
-		TTL:      64,
-		Protocol: proto,
-		Src:      s.cfg.Addr,
-		Dst:      dst,
-	}
-	s.ipID++
-	ipf.Encode(f.Buf[txIPv4Off:])
-	eth := EthernetFields{Src: s.cfg.MAC, Type: EtherTypeIPv4}
+	s.writeHeaders(f.Buf, dst, proto, uint16(IPv4MinHeaderLen+payloadLen))
 	if bcast {
-		eth.Dst = MACBroadcast
-		eth.Encode(f.Buf)
+		Ethernet(f.Buf).SetDst(MACBroadcast)
 		s.queueTx(f, n)
 		return
 	}
-	eth.Encode(f.Buf)
-	if mac, ok = s.resolve(hop); ok {
+	if mac, ok := s.resolve(hop); ok {
 		Ethernet(f.Buf).SetDst(mac)
 		s.queueTx(f, n)
 		return
 	}
 	s.enqueuePending(f, n, hop)
+}
+
+// txTemplate holds the constant part of every frame we send: Ethernet source
+// and type, and an IPv4 header with version/IHL, DF, TTL 64 and our source
+// (Ethernet destination, total length, ID, protocol, destination and
+// checksum zero). templateSum is the partial checksum of its IPv4 part.
+type txTemplate struct {
+	b   [txPayloadOff]byte
+	sum uint32
+}
+
+func (t *txTemplate) init(mac MAC, src IPv4Addr) {
+	(&EthernetFields{Src: mac, Type: EtherTypeIPv4}).Encode(t.b[:])
+	(&IPv4Fields{Flags: IPv4FlagDF, TTL: 64, Src: src}).Encode(t.b[txIPv4Off:])
+	t.b[txIPv4Off+ipChecksum], t.b[txIPv4Off+ipChecksum+1] = 0, 0
+	t.sum = ChecksumAdd(0, t.b[txIPv4Off:])
+}
+
+// writeHeaders writes the Ethernet (destination left zero) and IPv4 headers
+// of a frame we send: the template, then the per-packet fields, with the
+// header checksum from the template's sum plus those fields' words instead
+// of a pass over the header. It gives the same bytes as EthernetFields and
+// IPv4Fields (TestWriteHeadersMatchesEncode) at a fraction of the cost.
+func (s *Stack) writeHeaders(b []byte, dst IPv4Addr, proto uint8, totalLen uint16) {
+	copy(b[:txPayloadOff], s.tmpl.b[:])
+	ip := b[txIPv4Off:txPayloadOff]
+	id := s.ipID
+	s.ipID++
+	binary.BigEndian.PutUint16(ip[ipTotalLen:], totalLen)
+	binary.BigEndian.PutUint16(ip[ipID:], id)
+	ip[ipProto] = proto
+	copy(ip[ipDst:], dst[:])
+	sum := uint64(s.tmpl.sum) + uint64(totalLen) + uint64(id) + uint64(proto) +
+		uint64(binary.BigEndian.Uint16(dst[0:2])) + uint64(binary.BigEndian.Uint16(dst[2:4]))
+	binary.BigEndian.PutUint16(ip[ipChecksum:], ^uint16(fold64(sum)))
 }

@@ -252,4 +252,6 @@ func (p *Posix) Report(r *shard.Report) {
 	}
 	r.Add("http.bad_input", h.BadInput)
 	r.Add("http.timeouts", h.Timeouts)
+	r.Add("http.panics", h.Panics)
+	r.Add("http.log_dropped", h.LogDropped)
 }

@@ -35,7 +35,9 @@ func (c *posixConn) event(ev uint32, now time.Time) {
 		c.linger(now)
 		return
 	}
-	if ev&unix.EPOLLOUT != 0 {
+	// On an error or hangup the write surfaces the cause (EPIPE, ECONNRESET)
+	// and the connection closes, instead of epoll reporting it again forever.
+	if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 		c.flush()
 	}
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 || c.blocked {

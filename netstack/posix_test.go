@@ -182,3 +182,92 @@ func TestPosixDrainClosesIdle(t *testing.T) {
 		t.Fatalf("final counters: %v", f)
 	}
 }
+
+// BenchmarkPosixRoundTrip is one keep-alive GET / round trip over loopback
+// through a posix shard, client on raw syscalls; allocs/op is the whole
+// process's, the shard's included.
+func BenchmarkPosixRoundTrip(b *testing.B) {
+	site, err := httpd.NewSite(httpd.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fds, addr, err := ListenPosix(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpus, err := shard.ChooseCPUs(1, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := shard.Start(shard.Config{CPUs: cpus}, func(sh *shard.Shard) error {
+		_, err := NewPosix(sh, fds[0], PosixConfig{Site: site}, time.Now())
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { g.Stop(); g.Wait() }()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
+		b.Fatal(err)
+	}
+	req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	buf := make([]byte, 4096)
+	unix.Write(fd, req)
+	respLen, err := unix.Read(fd, buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		unix.Write(fd, req)
+		for got := 0; got < respLen; {
+			n, err := unix.Read(fd, buf[got:])
+			if err != nil || n == 0 {
+				b.Fatalf("read: %d %v", n, err)
+			}
+			got += n
+		}
+	}
+}
+
+// TestPosixPeerResetMidResponse: a client that resets its connection while a
+// large response is still queued must leave the shard with nothing open and
+// the drop counted, not an fd reported by epoll forever.
+func TestPosixPeerResetMidResponse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), bytes.Repeat([]byte("r"), 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, addr := startPosix(t, httpd.Config{Docroot: dir})
+	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetLinger(0) // Close sends RST
+	c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m := shard.Merge(g.Stats())
+		if m.Get("posix.open") == 0 && m.Get("posix.closed") == 1 {
+			if m.Get("posix.write_errors")+m.Get("posix.read_errors") != 1 {
+				t.Fatalf("the reset was not counted: %v", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connection still open after the peer's reset: %v", m)
+		}
+	}
+}

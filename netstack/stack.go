@@ -72,7 +72,10 @@ type Stack struct {
 	link Link
 	mtu  int
 
-	epoch   time.Time // the first Poll's now; times below are ns since epoch
+	// Time: the stack counts int64 nanoseconds since epoch (the first
+	// Poll's now, monotonic). now is the current Poll's time on that scale;
+	// timers (ARP, and TCP's) are deadlines on it, noDeadline when unarmed.
+	epoch   time.Time
 	started bool
 	now     int64
 
@@ -81,7 +84,8 @@ type Stack struct {
 	txOut  []Frame // tx frames filled and waiting for TxSubmit
 	txDrop []Frame // tx frames to give back with TxFree at the end of Poll
 
-	ipID uint16 // IPv4 identification of the next packet we send
+	ipID uint16     // IPv4 identification of the next packet we send
+	tmpl txTemplate // constant header bytes of the frames we send
 
 	arp           arpCache
 	arpIncomplete bool           // an incomplete entry may exist: arpTimers scans the cache
@@ -110,13 +114,14 @@ func NewStack(cfg Config) (*Stack, error) {
 	if s.martian(cfg.Addr) || cfg.Addr == s.subnetBcast || (bits.OnesCount32(mask) < 31 && cfg.Addr.Uint32()&^mask == 0) {
 		return nil, fmt.Errorf("netstack: address %v/%d is not a usable host address", cfg.Addr, bits.OnesCount32(mask))
 	}
-	if cfg.Gateway != IPv4Zero && !s.onLink(cfg.Gateway) {
+	if cfg.Gateway != IPv4Zero && (!s.onLink(cfg.Gateway) || cfg.Gateway == cfg.Addr || cfg.Gateway == s.subnetBcast) {
 		return nil, errors.New("netstack: gateway " + cfg.Gateway.String() + " is not in our subnet: pick an on-link gateway")
 	}
 	if cfg.Batch > 1024 || cfg.PendingMax > 1<<16 || cfg.ARPCacheSize > 1<<20 {
 		return nil, errors.New("netstack: Batch (max 1024), PendingMax (max 65536) or ARPCacheSize (max 1M) too large")
 	}
 	s.cfg.ARPCacheSize = s.arp.init(cfg.ARPCacheSize)
+	s.tmpl.init(cfg.MAC, cfg.Addr)
 	s.rx = make([]Frame, cfg.Batch)
 	s.txPool = make([]Frame, 0, cfg.Batch)
 	s.txOut = make([]Frame, 0, cfg.Batch)
@@ -167,13 +172,7 @@ func (s *Stack) Close(link Link) {
 // when it stopped with frames still queued on the link, the zero Time when no
 // timer is armed.
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
-	if !s.started {
-		s.epoch, s.started = now, true
-	}
-	if t := now.Sub(s.epoch).Nanoseconds(); t > s.now {
-		s.now = t
-	}
-	s.link, s.mtu = link, link.MTU()
+	s.enter(now, link)
 	s.stats.Polls++
 
 	more := false
@@ -198,16 +197,8 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	next := s.arpTimers()
 	next = minDeadline(next, s.tcpPoll(now))
 
-	s.submitTx()
-	// Unused frames of txPool stay with the stack for the next Poll: one
-	// TxAlloc per Batch frames sent, not one per Poll.
-	if len(s.txDrop) > 0 {
-		link.TxFree(s.txDrop)
-		clear(s.txDrop)
-		s.txDrop = s.txDrop[:0]
-	}
+	s.leave()
 	link.Flush()
-	s.link = nil
 
 	if more {
 		return now
@@ -216,6 +207,34 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 		return time.Time{}
 	}
 	return s.epoch.Add(time.Duration(next))
+}
+
+// enter advances the stack's clock to now (never backwards) and opens the
+// transmit path on link. Poll starts with it; code that transmits outside
+// Poll (a send from the shard between Polls) brackets itself with enter and
+// leave, and the next Poll flushes.
+func (s *Stack) enter(now time.Time, link Link) {
+	if !s.started {
+		s.epoch, s.started = now, true
+	}
+	if t := now.Sub(s.epoch).Nanoseconds(); t > s.now {
+		s.now = t
+	}
+	s.link, s.mtu = link, link.MTU()
+}
+
+// leave submits the frames produced since enter, gives back the ones
+// dropped, and closes the transmit path. It does not Flush. Unused frames of
+// txPool stay with the stack: one TxAlloc per Batch frames sent, not one per
+// Poll.
+func (s *Stack) leave() {
+	s.submitTx()
+	if len(s.txDrop) > 0 {
+		s.link.TxFree(s.txDrop)
+		clear(s.txDrop)
+		s.txDrop = s.txDrop[:0]
+	}
+	s.link = nil
 }
 
 // noDeadline is the internal "no timer armed" deadline.

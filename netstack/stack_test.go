@@ -1,9 +1,13 @@
 package netstack
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
 
@@ -18,6 +22,7 @@ func TestNewStackRejectsBadConfig(t *testing.T) {
 		"broadcast addr":   func(c *Config) { c.Addr = IPv4Addr{198, 18, 0, 255} },
 		"loopback":         func(c *Config) { c.Addr = IPv4Addr{127, 0, 0, 1} },
 		"off-link gateway": func(c *Config) { c.Gateway = IPv4Addr{198, 19, 0, 1} },
+		"gateway is us":    func(c *Config) { c.Gateway = ipA },
 	} {
 		cfg := testConfig()
 		mod(&cfg)
@@ -70,6 +75,25 @@ func TestARPNotForUs(t *testing.T) {
 		t.Fatalf("B not updated: %+v", e)
 	}
 	c.expectNone()
+}
+
+// TestARPUnsolicitedReply: a reply we did not ask for does not add an
+// entry (it would let anyone plant one); it updates an existing one.
+func TestARPUnsolicitedReply(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(arpFrame(t, macB, macA, ARPReply, macB, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e != nil {
+		t.Fatalf("unsolicited reply created %+v", e)
+	}
+	c.send(pingFromB(t, 1, "")) // gleaned
+	c.link.Discard()
+	c.send(arpFrame(t, macC, macA, ARPReply, macC, ipB, macA, ipA))
+	if e := c.s.arp.find(ipB); e == nil || e.mac != macC {
+		t.Fatalf("reply did not update the entry: %+v", e)
+	}
+	if st := c.stats(); st.ARPRepliesRx != 2 {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 func TestARPBadPackets(t *testing.T) {
@@ -150,11 +174,12 @@ func TestEchoDrops(t *testing.T) {
 		mod(func(b []byte) { b[16], b[17] = 0, 19 }),                                                  // total length < IHL
 		mod(func(b []byte) { b[16], b[17] = 0x05, 0xdc }),                                             // total length > frame
 		good[:14+19],
-		mod(func(b []byte) { b[23] = 17 }), // UDP (header checksum now wrong: fixed below)
+		mod(func(b []byte) { b[23] = 17 }),               // protocol byte changed: header checksum fails
+		mod(func(b []byte) { copy(b, MACBroadcast[:]) }), // unicast IP in a link broadcast
 	)
 	c.expectNone()
 	st := c.stats()
-	want := Stats{RxFrames: 16, Polls: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
+	want := Stats{RxFrames: 17, Polls: 1, IPv4LinkBcast: 1, ICMPBadChecksum: 1, ICMPOther: 1, IPv4Broadcast: 2, IPv4WrongDst: 1,
 		IPv4Fragments: 2, IPv4BadSrc: 2, IPv4BadChecksum: 2, IPv4BadVersion: 1, IPv4BadHeaderLen: 1,
 		IPv4BadTotalLen: 1, IPv4Truncated: 2}
 	if st != want {
@@ -322,19 +347,42 @@ func TestGleaning(t *testing.T) {
 	c.expect(echoFrame(t, macA, macC, ipA, ipB, ipOpts{id: 3, flags: layers.IPv4DontFragment}, true, 1, 1, nil))
 }
 
+// TestGleanNeverEvicts: a flood of pings from many on-link sources fills
+// the cache but does not evict the gateway's entry: traffic through the
+// gateway flows on without an ARP request.
+func TestGleanNeverEvicts(t *testing.T) {
+	c := newTestCtx(t, func(c *Config) { c.ARPCacheSize = 8; c.Netmask = IPv4Addr{255, 255, 0, 0} })
+	c.send(arpFrame(t, macGW, MACBroadcast, ARPRequest, macGW, ipGW, MACZero, ipA))
+	c.link.Discard()
+	for i := range 200 {
+		src := IPv4Addr{198, 18, byte(1 + i/200), byte(1 + i%200)}
+		c.send(echoFrame(t, MAC{2, 0, 0, 1, 0, byte(i)}, macA, src, ipA, ipOpts{}, false, 1, uint16(i), nil))
+		c.link.Discard()
+	}
+	if e := c.s.arp.find(ipGW); e == nil || e.mac != macGW {
+		t.Fatalf("gateway entry evicted by gleaning: %+v", e)
+	}
+	before := c.stats()
+	if before.ARPEvictions == 0 {
+		t.Fatal("no evictions: the cache was never under pressure")
+	}
+	c.send(echoFrame(t, macGW, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil))
+	c.expect(echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{id: 200, flags: layers.IPv4DontFragment}, true, 7, 1, nil))
+}
+
 func TestARPEntryExpires(t *testing.T) {
 	c := newTestCtx(t, func(c *Config) { c.ARPLifetime = 10 * time.Second })
 	c.send(arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA))
 	c.link.Discard()
 	c.advance(10 * time.Second)
 	// Sending to B now needs a new resolution.
-	c.s.link, c.s.mtu = c.link, c.link.MTU()
-	f, _, ok := c.s.allocIPv4()
-	if !ok {
-		t.Fatal("no frame")
-	}
-	c.s.sendIPv4(f, ipB, ProtoUDP, 0)
-	c.poll()
+	c.during(func() {
+		f, _, ok := c.s.allocIPv4()
+		if !ok {
+			t.Fatal("no frame")
+		}
+		c.s.sendIPv4(f, ipB, ProtoUDP, 0)
+	})
 	c.expect(arpFrame(t, macA, MACBroadcast, ARPRequest, macA, ipA, MACZero, ipB))
 	if c.s.Pending() != 1 {
 		t.Fatalf("pending %d", c.s.Pending())
@@ -350,6 +398,101 @@ func TestCloseReturnsFrames(t *testing.T) {
 	c.s.Close(c.link)
 	if rx, tx := c.link.Lent(); rx != 0 || tx != 0 || c.s.HeldTx() != 0 {
 		t.Fatalf("after Close: rx %d tx %d held %d", rx, tx, c.s.HeldTx())
+	}
+}
+
+// TestARPRefresh: traffic through the gateway (which gleaning cannot
+// refresh) sends one unicast ARP request in the entry's last quarter of life;
+// the answer extends the entry, so replies never wait for resolution.
+func TestARPRefresh(t *testing.T) {
+	c := newTestCtx(t, func(c *Config) { c.ARPLifetime = 40 * time.Second })
+	ping := echoFrame(t, macGW, macA, ipFar, ipA, ipOpts{}, false, 7, 1, nil)
+	c.send(arpFrame(t, macGW, MACBroadcast, ARPRequest, macGW, ipGW, MACZero, ipA))
+	c.link.Discard()
+	c.advance(29 * time.Second)
+	c.send(ping)
+	c.expect(echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{flags: layers.IPv4DontFragment}, true, 7, 1, nil))
+	c.advance(2 * time.Second) // 31s: 9s of life left
+	c.send(ping)
+	c.expect(
+		arpFrame(t, macA, macGW, ARPRequest, macA, ipA, MACZero, ipGW), // unicast refresh
+		echoFrame(t, macA, macGW, ipA, ipFar, ipOpts{id: 1, flags: layers.IPv4DontFragment}, true, 7, 1, nil),
+	)
+	c.send(ping) // one refresh only
+	if c.link.Discard() != 1 {
+		t.Fatal("want only the echo reply")
+	}
+	c.send(arpFrame(t, macGW, macA, ARPReply, macGW, ipGW, macA, ipA))
+	c.advance(30 * time.Second) // past the first lifetime, within the refreshed one
+	c.send(ping)
+	if got := c.link.Discard(); got != 1 || c.s.Pending() != 0 {
+		t.Fatalf("sent %d, pending %d: the refreshed entry should still be in use", got, c.s.Pending())
+	}
+}
+
+// TestTransmitAPI drives allocIPv4/sendIPv4 the way TCP will: a UDP
+// datagram (checked by gopacket) to a known neighbour, a full-MTU payload, an
+// oversized one, and one to the broadcast address.
+func TestTransmitAPI(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA))
+	c.link.Discard()
+
+	udpIP := ipv4Layer(ipA, ipB, layers.IPProtocolUDP, ipOpts{flags: layers.IPv4DontFragment})
+	udpL := &layers.UDP{SrcPort: 9, DstPort: 9}
+	if err := udpL.SetNetworkLayerForChecksum(udpIP); err != nil {
+		t.Fatal(err)
+	}
+	want := serialize(t, ethLayer(macA, macB, layers.EthernetTypeIPv4), udpIP, udpL, gopacket.Payload("hello"))
+	c.during(func() {
+		f, payload, ok := c.s.allocIPv4()
+		if !ok || len(payload) != 1500-20 {
+			t.Fatalf("ok %v, payload %d bytes", ok, len(payload))
+		}
+		n := copy(payload, want[34:])
+		c.s.sendIPv4(f, ipB, ProtoUDP, n)
+	})
+	c.expect(want)
+
+	c.during(func() {
+		f, payload, _ := c.s.allocIPv4()
+		c.s.sendIPv4(f, ipB, 253, len(payload)) // exactly the MTU
+		f, payload, _ = c.s.allocIPv4()
+		c.s.sendIPv4(f, ipB, 253, len(payload)+1) // too big: dropped
+		f, _, _ = c.s.allocIPv4()
+		c.s.sendIPv4(f, IPv4Broadcast, 253, 0)
+	})
+	full, _ := c.link.Take()
+	if len(full) != 1514 || IPv4(full[14:]).TotalLen() != 1500 || IPv4(full[14:]).ID() != 1 {
+		t.Fatalf("full frame: %d bytes", len(full))
+	}
+	bc, _ := c.link.Take()
+	if e := Ethernet(bc); e.Dst() != MACBroadcast || IPv4(e.Payload()).Dst() != IPv4Broadcast || len(bc) != 34 {
+		t.Fatalf("broadcast frame % x", bc)
+	}
+	c.expectNone()
+	if st := c.stats(); st.TxTooBig != 1 || st.TxFrames != 3+1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestEchoReplyTTL: a request that arrives with TTL 1 (or 0: we do not
+// forward, so TTL does not matter on delivery) gets a reply with TTL 64.
+func TestEchoReplyTTL(t *testing.T) {
+	c := newTestCtx(t, nil)
+	for _, ttl := range []uint8{1, 255} {
+		c.send(echoFrame(t, macB, macA, ipB, ipA, ipOpts{ttl: ttl}, false, 1, 1, nil))
+		b, ok := c.link.Take()
+		if !ok || IPv4(b[14:]).TTL() != 64 {
+			t.Fatalf("ttl %d: reply % x", ttl, b)
+		}
+	}
+	b := echoFrame(t, macB, macA, ipB, ipA, ipOpts{ttl: 1}, false, 1, 1, nil)
+	b[14+8] = 0 // TTL 0 (gopacket's 0 means 64 in ipOpts)
+	fixChecksums(b, true, false)
+	c.send(b)
+	if rb, ok := c.link.Take(); !ok || IPv4(rb[14:]).TTL() != 64 {
+		t.Fatalf("ttl 0: reply % x", rb)
 	}
 }
 
@@ -392,5 +535,28 @@ func TestPollBoundsRxWork(t *testing.T) {
 	c.poll()
 	if !c.next.IsZero() || c.s.Stats().RxFrames != 9 {
 		t.Fatalf("next %v rx %d", c.next, c.s.Stats().RxFrames)
+	}
+}
+
+// TestWriteHeadersMatchesEncode: the template fast path writes the same bytes
+// as the fields structs, for random destinations, protocols, lengths and IDs.
+func TestWriteHeadersMatchesEncode(t *testing.T) {
+	c := newTestCtx(t, nil)
+	r := rand.New(rand.NewPCG(11, 12))
+	got, want := filled(40), filled(40)
+	for i := 0; i < 20000; i++ {
+		var dst IPv4Addr
+		binary.BigEndian.PutUint32(dst[:], r.Uint32())
+		proto, tl, id := uint8(r.Uint32()), uint16(r.Uint32()), uint16(r.Uint32())
+		c.s.ipID = id
+		c.s.writeHeaders(got, dst, proto, tl)
+		(&EthernetFields{Src: macA, Type: EtherTypeIPv4}).Encode(want)
+		(&IPv4Fields{TotalLen: tl, ID: id, Flags: IPv4FlagDF, TTL: 64, Protocol: proto, Src: ipA, Dst: dst}).Encode(want[14:])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("dst %v proto %d len %d id %d\ngot  % x\nwant % x", dst, proto, tl, id, got, want)
+		}
+		if c.s.ipID != id+1 {
+			t.Fatal("ID not advanced")
+		}
 	}
 }

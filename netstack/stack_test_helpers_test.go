@@ -187,3 +187,14 @@ func pingFromB(t testing.TB, seq uint16, data string) []byte {
 func replyToB(t testing.TB, id, seq uint16, data string) []byte {
 	return echoFrame(t, macA, macB, ipA, ipB, ipOpts{id: id, flags: layers.IPv4DontFragment}, true, 0x4242, seq, []byte(data))
 }
+
+// during runs fn as if inside Poll, the way TCP's hooks run (the link set),
+// then submits and flushes as Poll's end does. Tests of the transmit API
+// (allocIPv4, sendIPv4) use it.
+func (c *testCtx) during(fn func()) {
+	c.s.enter(c.now, c.link)
+	fn()
+	c.s.leave()
+	c.link.Flush()
+	c.checkLent()
+}

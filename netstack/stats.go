@@ -44,6 +44,7 @@ type Stats struct {
 	IPv4BadSrc       uint64 // martian source: 0/8, 127/8, multicast, class E, broadcast, ours
 	IPv4Broadcast    uint64 // to a broadcast address: nothing we serve answers broadcasts
 	IPv4WrongDst     uint64 // not our address
+	IPv4LinkBcast    uint64 // to our address but in a link-layer broadcast (RFC 1122 3.3.6)
 	IPv4UnknownProto uint64 // neither ICMP nor TCP
 	IPv4TCP          uint64 // handed to TCP
 	NoTCP            uint64 // TCP segment, but no TCP wired into the stack
@@ -100,6 +101,7 @@ func (s *Stats) Add(o *Stats) {
 	s.IPv4BadSrc += o.IPv4BadSrc
 	s.IPv4Broadcast += o.IPv4Broadcast
 	s.IPv4WrongDst += o.IPv4WrongDst
+	s.IPv4LinkBcast += o.IPv4LinkBcast
 	s.IPv4UnknownProto += o.IPv4UnknownProto
 	s.IPv4TCP += o.IPv4TCP
 	s.NoTCP += o.NoTCP
@@ -122,6 +124,6 @@ func (s *Stats) RxOutcomes() uint64 {
 		s.ARPNotForUs + s.ARPRequestsRx + s.ARPRepliesRx +
 		s.IPv4Truncated + s.IPv4BadVersion + s.IPv4BadHeaderLen + s.IPv4BadTotalLen +
 		s.IPv4BadChecksum + s.IPv4BadOptions + s.IPv4Fragments + s.IPv4BadSrc +
-		s.IPv4Broadcast + s.IPv4WrongDst + s.IPv4UnknownProto + s.IPv4TCP + s.NoTCP +
+		s.IPv4Broadcast + s.IPv4WrongDst + s.IPv4LinkBcast + s.IPv4UnknownProto + s.IPv4TCP + s.NoTCP +
 		s.ICMPTruncated + s.ICMPBadChecksum + s.ICMPEchoRequests + s.ICMPOther
 }

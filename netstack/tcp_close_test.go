@@ -176,3 +176,30 @@ func TestTCPFinWithHeldData(t *testing.T) {
 		t.Fatalf("app %q peerClosed %v", app.received(), app.peerClosed)
 	}
 }
+
+// A full table recycles its oldest TIME-WAIT connection for a new SYN.
+func TestTCPTimeWaitRecycle(t *testing.T) {
+	cfg := tcpTestConfig()
+	cfg.MaxConns = 3
+	x := newTCPTest(t, cfg)
+	for i := 0; i < 3; i++ {
+		x.key.rport = uint16(40000 + i)
+		x.inState(tcpTimeWait)
+	}
+	x.key.rport = 40001
+	x.l.setState(x.conn(), tcpEstablished) // a live one in the middle
+	x.sendFrom(tRemote, 50000, seg{TCPFields: fl(S, 1, 0, 8192)})
+	x.sendFrom(tRemote, 50001, seg{TCPFields: fl(S, 1, 0, 8192)})
+	x.sendFrom(tRemote, 50002, seg{TCPFields: fl(S, 1, 0, 8192)})
+	if got := len(x.recv()); got != 2 {
+		t.Fatalf("%d SYN-ACKs, want 2", got)
+	}
+	st := x.stats()
+	if st.TimeWaitRecycled != 2 || st.TableFull != 1 || st.TimeWaits != 0 || st.Conns != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+	if x.l.twHead != -1 || x.l.twTail != -1 {
+		t.Fatal("TIME-WAIT list not empty")
+	}
+	x.state(tcpEstablished)
+}

@@ -37,6 +37,9 @@ const (
 type tcpConn struct {
 	key      tcpKey
 	id       int32 // index in layer.conns
+	twPrev   int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
+	twNext   int32
+	gen      int32 // generation, for TCPHandle; changes on every reuse
 	heapIdx  int32 // position in the timer heap, -1 if not there
 	state    tcpState
 	passive  bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
@@ -50,6 +53,9 @@ type tcpConn struct {
 	finRcvd  bool // peer's FIN seen at rcvFin (maybe beyond a hole)
 	peerFed  bool // PeerClosed called
 	persist  bool // rtxAt is the persist timer
+	woken    bool // queued in layer.woken
+	tlp      bool // rtxAt is the tail loss probe timeout
+	tlpDone  bool // a probe went out since the last new ACK
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
 
@@ -92,10 +98,11 @@ type tcpConn struct {
 
 	// Timers: absolute ns on the layer clock, 0 when off; deadline is the
 	// earliest, the key of the timer heap.
-	rtxAt, ackAt, kaAt, deadline int64
+	rtxAt, ackAt, kaAt, appAt, deadline int64
 
-	app TCPApp
-	ep  TCPEndpoint
+	app      TCPApp
+	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one
+	ep       TCPEndpoint
 }
 
 // newConn takes a conn from the pool, sets its key and puts it in the table.
@@ -113,7 +120,12 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 		l.conns = append(l.conns, c)
 	}
 	c.key = k
-	c.heapIdx = -1
+	c.heapIdx, c.twPrev, c.twNext = -1, -1, -1
+	l.gen++
+	if l.gen <= 0 {
+		l.gen = 1
+	}
+	c.gen = l.gen
 	c.rto = int64(l.cfg.RTOInitial)
 	c.ssthresh = ^uint32(0)
 	l.table.insert(k, c.id)
@@ -128,6 +140,7 @@ func (l *tcpLayer) setState(c *tcpConn, s tcpState) {
 	}
 	if c.state == tcpTimeWait {
 		l.stats.TimeWaits--
+		l.twUnlink(c)
 	}
 	c.state = s
 	if s == tcpSynRcvd {
@@ -135,6 +148,7 @@ func (l *tcpLayer) setState(c *tcpConn, s tcpState) {
 	}
 	if s == tcpTimeWait {
 		l.stats.TimeWaits++
+		l.twAppend(c)
 		// TIME-WAIT keeps only the TCB: app and buffer go now.
 		l.releaseApp(c)
 		l.freeRcvBuf(c)
@@ -145,7 +159,8 @@ func (l *tcpLayer) releaseApp(c *tcpConn) {
 	if c.app != nil && c.ep != nil {
 		c.ep.Release(c.app, l.nowT)
 	}
-	c.app, c.ep = nil, nil
+	c.app, c.ep, c.appTimer = nil, nil, nil
+	c.appAt = 0
 }
 
 // closeConn deletes c: app released, buffer and timers returned, out of the
@@ -184,4 +199,45 @@ func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
 		c.rb = nil
 	}
 	c.nooo = 0
+}
+
+// The TIME-WAIT list, oldest first, so that a full table can recycle the
+// oldest TIME-WAIT connection instead of refusing a new one (Linux's
+// tcp_max_tw_buckets does the same by not keeping them at all).
+func (l *tcpLayer) twAppend(c *tcpConn) {
+	c.twPrev, c.twNext = l.twTail, -1
+	if l.twTail >= 0 {
+		l.conns[l.twTail].twNext = c.id
+	} else {
+		l.twHead = c.id
+	}
+	l.twTail = c.id
+}
+
+func (l *tcpLayer) twUnlink(c *tcpConn) {
+	if c.twPrev >= 0 {
+		l.conns[c.twPrev].twNext = c.twNext
+	} else {
+		l.twHead = c.twNext
+	}
+	if c.twNext >= 0 {
+		l.conns[c.twNext].twPrev = c.twPrev
+	} else {
+		l.twTail = c.twPrev
+	}
+	c.twPrev, c.twNext = -1, -1
+}
+
+// roomForConn makes room in a full table by recycling the oldest TIME-WAIT
+// connection; false when the table is full of live connections.
+func (l *tcpLayer) roomForConn() bool {
+	if l.table.n < l.cfg.MaxConns {
+		return true
+	}
+	if l.twHead < 0 {
+		return false
+	}
+	l.stats.TimeWaitRecycled++
+	l.closeConn(l.conns[l.twHead])
+	return true
 }

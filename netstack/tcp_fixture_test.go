@@ -44,8 +44,10 @@ func (s *fakeSink) tcpBuf(raddr, laddr uint32, n int) []byte {
 		s.buf = make([]byte, n)
 	}
 	b := s.buf[:n]
-	for i := range b {
-		b[i] = 0xa5 // an unset field shows
+	if s.keep {
+		for i := range b {
+			b[i] = 0xa5 // an unset field shows
+		}
 	}
 	return b
 }
@@ -135,7 +137,7 @@ func (e *testEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
 func (e *testEndpoint) Release(app TCPApp, now time.Time) { e.released++ }
 
 type tcpTest struct {
-	t    *testing.T
+	t    testing.TB
 	l    *tcpLayer
 	sink *fakeSink
 	ep   *testEndpoint
@@ -147,7 +149,7 @@ func tcpTestConfig() TCPConfig {
 	return TCPConfig{Addr: tLocal, MaxConns: 64, SynBacklog: 8, MSS: 1460, RcvBuf: 32768, Seed: 1}
 }
 
-func newTCPTest(t *testing.T, cfg TCPConfig) *tcpTest {
+func newTCPTest(t testing.TB, cfg TCPConfig) *tcpTest {
 	t.Helper()
 	x := &tcpTest{t: t, sink: &fakeSink{keep: true}, ep: &testEndpoint{},
 		now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -124,11 +124,3 @@ func (s *tcpSecrets) checkCookie(k tcpKey, peerISN, cookie seqnum, now int64) ui
 	}
 	return tcpCookieMSS[(uint32(cookie)>>24)&7]
 }
-
-// tcpChecksum returns the TCP checksum of seg (checksum field included as it
-// is) with the IPv4 pseudo-header of src, dst (RFC 9293 §3.1). A segment with
-// a correct checksum gives 0.
-func tcpChecksum(src, dst uint32, seg []byte) uint16 {
-	ph := PseudoHeaderSum(IPv4AddrFromUint32(src), IPv4AddrFromUint32(dst), ProtoTCP, uint16(len(seg)))
-	return FinishChecksum(ChecksumAdd(ph, seg))
-}

@@ -3,6 +3,7 @@ package netstack
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"time"
 )
 
@@ -26,6 +27,16 @@ type TCPApp interface {
 	Advance(n int)
 	Closing() bool
 	PeerClosed(now time.Time)
+}
+
+// TCPAppTimer is optional for a TCPApp: an app with timeouts of its own
+// (httpd's header and idle timeouts; httpd.Conn has these methods). TCP reads
+// Deadline after each segment batch it handles for the connection and calls
+// Expire once it has passed; an app that expired reports Closing, and TCP
+// sends its FIN after the remaining output.
+type TCPAppTimer interface {
+	Deadline() time.Time
+	Expire(now time.Time) bool
 }
 
 // TCPEndpoint creates and releases the apps of a listener (or of the
@@ -165,16 +176,19 @@ type TCPStats struct {
 	RcvBufEmpty uint64 // bytes refused because the buffer pool was empty
 	DupSegs     uint64 // segments entirely duplicate
 
-	RTOTimeouts     uint64
-	RTOAborts       uint64 // Retries exhausted: RST
-	FastRetransmits uint64
-	SACKSkipped     uint64 // bytes not retransmitted because SACKed
-	PersistProbes   uint64
-	KeepProbes      uint64
-	KeepAborts      uint64
-	FinWait2Timeout uint64
-	DelayedAcks     uint64 // ACKs sent by the delayed-ACK timer
-	TimeWaitDone    uint64
+	RTOTimeouts      uint64
+	RTOAborts        uint64 // Retries exhausted: RST
+	FastRetransmits  uint64
+	TailLossProbes   uint64 // RFC 8985 probes sent
+	SACKSkipped      uint64 // bytes not retransmitted because SACKed
+	PersistProbes    uint64
+	KeepProbes       uint64
+	KeepAborts       uint64
+	FinWait2Timeout  uint64
+	DelayedAcks      uint64 // ACKs sent by the delayed-ACK timer
+	AppTimeouts      uint64 // TCPAppTimer expiries: FIN when idle, else RST
+	TimeWaitDone     uint64
+	TimeWaitRecycled uint64 // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
 	Conns, SynRcvd, TimeWaits int // gauges
 }
@@ -198,12 +212,17 @@ type tcpLayer struct {
 
 	listeners []tcpListener
 	table     tcpTable
+	twHead    int32 // oldest TIME-WAIT conn id, -1 if none
+	twTail    int32
 	conns     []*tcpConn // every conn ever made, index = conn.id
 	free      []*tcpConn
+	gen       int32       // generation of the last conn handed out (TCPHandle)
+	woken     []TCPHandle // conns to run output for at the next poll
 	timers    tcpHeap
 	rbufs     [][]byte // free receive buffers
 	rbufsMade int
 	nextPort  uint16
+	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
 	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
 	challengeSec   int64
@@ -227,9 +246,13 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		cfg:      cfg,
 		sec:      newTCPSecrets(cfg.Seed),
 		sink:     sink,
-		epoch:    now,
 		nowT:     now,
 		nextPort: cfg.PortLo,
+		twHead:   -1,
+		twTail:   -1,
+	}
+	if !now.IsZero() {
+		l.setNow(now)
 	}
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
@@ -239,9 +262,22 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 // Stats returns the layer's counters.
 func (l *tcpLayer) Stats() TCPStats { return l.stats }
 
+// Add adds o's counters and gauges to s, for merging shards at report time.
+func (s *TCPStats) Add(o *TCPStats) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()
+	for i := 0; i < sv.NumField(); i++ {
+		switch f := sv.Field(i); f.Kind() {
+		case reflect.Uint64:
+			f.SetUint(f.Uint() + ov.Field(i).Uint())
+		case reflect.Int:
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		}
+	}
+}
+
 func (l *tcpLayer) setNow(now time.Time) {
 	if l.epoch.IsZero() {
-		l.epoch = now
+		l.epoch = now.Add(-1) // the clock starts at 1: a timer at 0 means off
 	}
 	l.nowT = now
 	l.now = int64(now.Sub(l.epoch))
@@ -276,10 +312,10 @@ func ip4Addr(a uint32) netip.Addr {
 // connect opens a connection to raddr:rport from an ephemeral port that
 // passes the port filter; app gets the bytes and ep.Release is called when
 // it is gone.
-func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) error {
+func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPApp, ep TCPEndpoint) (TCPHandle, error) {
 	l.setNow(now)
-	if l.table.n >= l.cfg.MaxConns {
-		return ErrTCPTableFull
+	if !l.roomForConn() {
+		return TCPHandle{}, ErrTCPTableFull
 	}
 	k := tcpKey{raddr: ip4(raddr), laddr: ip4(l.cfg.Addr), rport: rport}
 	span := int(l.cfg.PortHi-l.cfg.PortLo) + 1
@@ -293,11 +329,19 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 			continue
 		}
 		k.lport = p
-		if l.table.lookup(k) >= 0 {
-			continue
+		if i := l.table.lookup(k); i >= 0 {
+			if l.conns[i].state != tcpTimeWait {
+				continue
+			}
+			// Reuse a port in TIME-WAIT: our new ISN is clock-driven
+			// and above the old connection's (RFC 6191 in spirit, and
+			// Linux's tcp_tw_reuse).
+			l.stats.TimeWaitRecycled++
+			l.closeConn(l.conns[i])
 		}
 		c := l.newConn(k)
 		c.app, c.ep = app, ep
+		c.appTimer, _ = app.(TCPAppTimer)
 		c.state = tcpSynSent
 		c.iss = l.sec.isnFor(k, l.now)
 		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
@@ -315,9 +359,9 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		// only transmit inside Poll.
 		c.rtxAt = l.now
 		l.schedule(c)
-		return nil
+		return TCPHandle{id: c.id, gen: c.gen}, nil
 	}
-	return ErrTCPNoPort
+	return TCPHandle{}, ErrTCPNoPort
 }
 
 // input takes one TCP segment (the IPv4 payload) from src to dst.
@@ -344,6 +388,7 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 		c := l.conns[i]
 		l.segment(c, &f, t.Payload())
 		if c.state != tcpClosed {
+			l.appDeadline(c)
 			l.schedule(c)
 		}
 		return
@@ -355,6 +400,9 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 // no timer is armed).
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
+	if len(l.woken) > 0 {
+		l.runWoken()
+	}
 	for len(l.timers.h) > 0 {
 		c := l.timers.h[0]
 		if c.deadline > l.now {
@@ -366,4 +414,62 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// appDeadline arms the app timer from the app's own deadline.
+func (l *tcpLayer) appDeadline(c *tcpConn) {
+	if c.appTimer == nil || c.app == nil {
+		c.appAt = 0
+		return
+	}
+	d := c.appTimer.Deadline()
+	if d.IsZero() {
+		c.appAt = 0
+		return
+	}
+	c.appAt = int64(d.Sub(l.epoch))
+	if c.appAt <= l.now {
+		// A deadline already past that Expire declined: look again
+		// in a millisecond rather than spin in poll.
+		c.appAt = l.now + int64(time.Millisecond)
+	}
+}
+
+// TCPHandle names one connection for calls from outside a segment batch
+// (Wake). It stays safe to use after the connection is gone: the
+// generation no longer matches and the call does nothing.
+type TCPHandle struct {
+	id, gen int32
+}
+
+// wake queues h's connection for output at the next poll: for an app that
+// queued output or started closing outside Feed/Advance (a load generator
+// on a timer).
+func (l *tcpLayer) wake(h TCPHandle) {
+	if h.gen == 0 || int(h.id) >= len(l.conns) {
+		return
+	}
+	c := l.conns[h.id]
+	if c.gen != h.gen || c.state == tcpClosed || c.woken {
+		return
+	}
+	c.woken = true
+	l.woken = append(l.woken, h)
+}
+
+// runWoken sends what woken connections have to send.
+func (l *tcpLayer) runWoken() {
+	for _, h := range l.woken {
+		c := l.conns[h.id]
+		if c.gen != h.gen || c.state == tcpClosed {
+			continue
+		}
+		c.woken = false
+		l.output(c)
+		if c.state != tcpClosed {
+			l.schedule(c)
+		}
+	}
+	clear(l.woken)
+	l.woken = l.woken[:0]
 }

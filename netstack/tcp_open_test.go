@@ -39,7 +39,7 @@ func TestTCPPassiveOpen(t *testing.T) {
 	synack.HasTimestamp, synack.TSVal, synack.TSEcr = true, c.tsOff, 777
 	x.expect(seg{TCPFields: synack})
 	x.state(tcpSynRcvd)
-	if c.mss != 1400 || c.sndWScale != 7 || !c.sackOK || !c.tsOK {
+	if c.mss != 1400-12 || c.sndWScale != 7 || !c.sackOK || !c.tsOK {
 		t.Fatalf("negotiated mss %d ws %d sack %v ts %v", c.mss, c.sndWScale, c.sackOK, c.tsOK)
 	}
 	if len(x.ep.apps) != 0 {

@@ -58,6 +58,11 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 		}
 	}
 	hl := f.HeaderLen()
+	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
+		// The segment must fit the MTU (MSS + 40): SACK blocks yield to data.
+		f.NSACK--
+		hl = f.HeaderLen()
+	}
 	b := l.sink.tcpBuf(c.key.raddr, c.key.laddr, hl+n)
 	if b == nil {
 		l.stats.TxNoBuf++
@@ -229,7 +234,13 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 			c.sndNxt = seq
 		}
 		if seq.lt(dataEnd) {
-			wndEnd := c.sndUna.add(min(c.sndWnd, c.cwnd))
+			cwnd := c.cwnd
+			if !c.recovery && c.dupAcks > 0 && c.dupAcks < 3 {
+				// RFC 3042 limited transmit: one new segment per
+				// duplicate ACK, at most cwnd + 2*SMSS outstanding.
+				cwnd += uint32(c.dupAcks) * uint32(c.mss)
+			}
+			wndEnd := c.sndUna.add(min(c.sndWnd, cwnd))
 			if !seq.lt(wndEnd) {
 				break
 			}
@@ -244,6 +255,7 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 				n = l.clipSacked(c, seq, n)
 			}
 			if !l.emitAt(c, seq, n, bufs, dataEnd, fin) {
+				l.txFailed(c)
 				break
 			}
 			sent = true
@@ -252,15 +264,25 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 		if fin && seq == dataEnd {
 			// FIN alone after all data (RFC 9293 3.10.4 CLOSE).
 			if !l.emitAt(c, seq, 0, bufs, dataEnd, fin) {
+				l.txFailed(c)
 				break
 			}
 			sent = true
 		}
 		break
 	}
+	if sent && c.rtxAt != 0 && !c.persist && c.sndMax != c.sndUna {
+		// RFC 8985 7.2: (re)start the loss probe timer after sending;
+		// keep a running RTO if no probe applies (RFC 6298 5.1).
+		old := c.rtxAt
+		l.rearmRTO(c)
+		if !c.tlp {
+			c.rtxAt = old
+		}
+	}
 	if !sent && c.sndMax == c.sndUna && c.sndNxt.lt(dataEnd) && c.sndWnd == 0 && c.rtxAt == 0 {
 		// Zero window, nothing in flight: persist timer (RFC 9293 3.8.6.1).
-		c.persist = true
+		c.persist, c.tlp = true, false
 		c.rtxAt = l.now + c.rto
 	}
 	return sent
@@ -346,4 +368,13 @@ func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
 		}
 	}
 	return n
+}
+
+// txFailed makes sure a segment that found no tx frame is tried again: the
+// RTO timer, which retries without backoff when nothing is in flight.
+func (l *tcpLayer) txFailed(c *tcpConn) {
+	if c.rtxAt == 0 || c.persist {
+		c.persist = false
+		c.rtxAt = l.now + c.rto
+	}
 }

@@ -14,10 +14,22 @@ var errTCPOff = errors.New("netstack: TCP not enabled: call EnableTCP first")
 // EnableTCP sets up the stack's TCP layer. Call once, before the shard
 // starts polling; cfg.Addr is the stack's address, and the stack's
 // TrustRxChecksums also skips TCP checksum verification.
+//
+// The MSS we announce is cfg.MSS (default 1460), lowered to the link's MTU
+// minus 40 at the first Poll.
 func (s *Stack) EnableTCP(cfg TCPConfig) {
 	cfg.Addr = s.cfg.Addr
 	cfg.TrustChecksum = cfg.TrustChecksum || s.cfg.TrustRxChecksums
 	s.tcp = newTCPLayer(cfg, &stackTCPSink{s: s}, time.Time{})
+}
+
+// tcpMTU fits the MSS to the link once its MTU is known (during Poll).
+func (s *Stack) tcpMTU() {
+	if s.tcp.mtuSeen || s.mtu <= 40+536 {
+		return
+	}
+	s.tcp.mtuSeen = true
+	s.tcp.cfg.MSS = uint16(min(int(s.tcp.cfg.MSS), s.mtu-40))
 }
 
 // ListenTCP accepts connections on port; ep makes and releases their apps.
@@ -30,12 +42,22 @@ func (s *Stack) ListenTCP(port uint16, ep TCPEndpoint) error {
 
 // ConnectTCP opens a connection to dst:port from an ephemeral port that
 // passes TCPConfig.PortFilter; the SYN goes out in the next Poll. app gets
-// the bytes; ep.Release is called when the connection is gone.
-func (s *Stack) ConnectTCP(now time.Time, dst IPv4Addr, port uint16, app TCPApp, ep TCPEndpoint) error {
+// the bytes; ep.Release is called when the connection is gone. The handle
+// is for WakeTCP.
+func (s *Stack) ConnectTCP(now time.Time, dst IPv4Addr, port uint16, app TCPApp, ep TCPEndpoint) (TCPHandle, error) {
 	if s.tcp == nil {
-		return errTCPOff
+		return TCPHandle{}, errTCPOff
 	}
 	return s.tcp.connect(now, dst, port, app, ep)
+}
+
+// WakeTCP makes the next Poll send what h's app has queued (or its FIN)
+// when the app changed outside Feed/Advance. A handle of a connection that
+// is gone is ignored.
+func (s *Stack) WakeTCP(h TCPHandle) {
+	if s.tcp != nil {
+		s.tcp.wake(h)
+	}
 }
 
 // TCPStats returns the TCP layer's counters (zero when TCP is off).
@@ -53,6 +75,7 @@ func (s *Stack) tcpInput(ip IPv4) {
 		return
 	}
 	s.stats.IPv4TCP++
+	s.tcpMTU()
 	s.tcp.input(s.epoch.Add(time.Duration(s.now)), ip.Src(), ip.Dst(), ip.Payload())
 }
 
@@ -62,6 +85,7 @@ func (s *Stack) tcpPoll(now time.Time) int64 {
 	if s.tcp == nil {
 		return noDeadline
 	}
+	s.tcpMTU()
 	d := s.tcp.poll(now)
 	if d.IsZero() {
 		return noDeadline

@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // tcpHeap is a binary min-heap of conns on their deadline; each conn knows
 // its position (heapIdx), so rescheduling is O(log n) and allocates nothing.
 type tcpHeap struct{ h []*tcpConn }
@@ -59,7 +61,7 @@ func (q *tcpHeap) remove(c *tcpConn) {
 // schedule recomputes c's deadline from its timers and places it in the heap.
 func (l *tcpLayer) schedule(c *tcpConn) {
 	d := int64(0)
-	for _, t := range [3]int64{c.rtxAt, c.ackAt, c.kaAt} {
+	for _, t := range [4]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt} {
 		if t != 0 && (d == 0 || t < d) {
 			d = t
 		}
@@ -99,6 +101,30 @@ func (l *tcpLayer) fire(c *tcpConn) {
 	if c.kaAt != 0 && c.kaAt <= now {
 		c.kaAt = 0
 		l.keepTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.appAt != 0 && c.appAt <= now {
+		c.appAt = 0
+		if c.appTimer != nil && c.appTimer.Expire(l.nowT) {
+			// The app timed out and dropped its output (httpd's
+			// contract). Nothing in flight and nothing left: an
+			// orderly FIN; otherwise the byte stream cannot be
+			// finished, so abort.
+			l.stats.AppTimeouts++
+			bufs, _, _ := l.sendQueue(c)
+			if c.sndMax == c.sndUna && len(bufs) == 0 {
+				l.output(c)
+			} else {
+				l.sendReset(c)
+				l.closeConn(c)
+				return
+			}
+		}
+		if c.state != tcpClosed {
+			l.appDeadline(c)
+		}
 	}
 }
 
@@ -132,6 +158,8 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 		c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
 		l.stats.Retransmits++
 		l.sendSyn(c, c.state == tcpSynRcvd)
+	case c.tlp:
+		l.probeTimeout(c)
 	case c.persist:
 		// RFC 9293 3.8.6.1 zero-window probe. Like Linux we probe with
 		// an old sequence number and no data, so the peer answers with
@@ -149,9 +177,11 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 // rtoExpired handles a retransmission timeout, RFC 6298 §5.4-5.7 and RFC 5681 §3.1.
 func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	if c.sndMax == c.sndUna {
+		l.output(c) // a send that found no tx frame: try again
 		return
 	}
 	l.stats.RTOTimeouts++
+	c.tlp = false
 	if int(c.retries) >= l.cfg.Retries {
 		l.stats.RTOAborts++
 		l.sendReset(c)
@@ -172,7 +202,17 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	c.rttOn = false
 	// Go back N from SND.UNA; output skips SACKed ranges.
 	c.sndNxt = c.sndUna
+	if c.sndWnd == 0 {
+		// The peer shrank its window to zero under data in flight: the
+		// retransmission of the first segment is the window probe
+		// (Linux does the same); its ACK resets the retry count.
+		l.retransmitAt(c, c.sndUna)
+		c.sndNxt = c.sndMax
+	}
 	l.output(c)
+	if c.rtxAt == 0 {
+		c.rtxAt = l.now + c.rto
+	}
 }
 
 // keepTimer sends keep-alive probes on an idle established connection and
@@ -197,8 +237,58 @@ func (l *tcpLayer) keepTimer(c *tcpConn) {
 func (l *tcpLayer) armRTO(c *tcpConn) {
 	if c.rtxAt == 0 || c.persist {
 		c.persist = false
-		c.rtxAt = l.now + c.rto
+		l.rearmRTO(c)
 	}
+}
+
+// rearmRTO (re)starts the retransmission timer: the tail loss probe
+// timeout where it applies (RFC 8985 7.2: SACK, an RTT sample, not in
+// recovery, no probe yet in this episode), else the RTO.
+func (l *tcpLayer) rearmRTO(c *tcpConn) {
+	c.tlp = false
+	switch c.state {
+	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+		if c.sackOK && c.srtt > 0 && !c.tlpDone && !c.recovery && c.retries == 0 {
+			pto := 2 * c.srtt
+			if c.sndMax.diff(c.sndUna) <= uint32(c.mss) {
+				// One segment in flight: its ACK may be delayed
+				// (RFC 8985 7.2, WCDelAckT).
+				pto = max(pto, c.srtt+c.srtt/2+int64(200*time.Millisecond))
+			}
+			pto = max(pto, int64(10*time.Millisecond))
+			if pto < c.rto {
+				c.tlp = true
+				c.rtxAt = l.now + pto
+				return
+			}
+		}
+	}
+	c.rtxAt = l.now + c.rto
+}
+
+// probeTimeout sends the tail loss probe (RFC 8985 7.3): a new segment if
+// the windows allow, else the last segment again, so that a loss at the
+// tail is repaired by the ACK or SACK it draws instead of an RTO.
+func (l *tcpLayer) probeTimeout(c *tcpConn) {
+	c.tlp, c.tlpDone = false, true
+	l.stats.TailLossProbes++
+	bufs, dataEnd, fin := l.sendQueue(c)
+	if c.sndNxt == c.sndMax && c.sndMax.lt(dataEnd) && c.sndMax.lt(c.sndUna.add(c.sndWnd)) {
+		n := min(uint32(c.mss), dataEnd.diff(c.sndMax), c.sndUna.add(c.sndWnd).diff(c.sndMax))
+		l.emitAt(c, c.sndMax, n, bufs, dataEnd, fin)
+	} else {
+		end := dataEnd // the last byte of data, or the FIN
+		if !(c.finSent && c.sndMax.gt(c.finSeq)) && end.gt(c.sndMax) {
+			end = c.sndMax
+		}
+		seq := c.sndUna
+		if end.diff(c.sndUna) > uint32(c.mss) {
+			seq = end - seqnum(c.mss)
+		}
+		l.retransmitAt(c, seq)
+	}
+	c.tlp = false
+	c.rtxAt = l.now + c.rto
 }
 
 // rttSample folds a measurement into SRTT/RTTVAR, RFC 6298 §2.

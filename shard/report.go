@@ -59,12 +59,15 @@ func Merge(rs []Report) Report {
 	return m
 }
 
-// String formats the report as "name=value" pairs on one line.
+// String formats the report as "name=value" pairs on one line, leaving out
+// counters that are zero.
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "loops=%d sleeps=%d events=%d timers=%d", r.Loop.Loops, r.Loop.Sleeps, r.Loop.Events, r.Loop.Fired)
 	for _, c := range r.Counters {
-		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
+		if c.Value != 0 {
+			fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
+		}
 	}
 	return b.String()
 }

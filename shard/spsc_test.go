@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -41,6 +42,8 @@ func TestQueueConcurrent(t *testing.T) {
 					return
 				}
 				want++
+			} else {
+				runtime.Gosched()
 			}
 		}
 		done <- nil
@@ -48,6 +51,8 @@ func TestQueueConcurrent(t *testing.T) {
 	for i := 0; i < n; {
 		if q.Push(i) {
 			i++
+		} else {
+			runtime.Gosched()
 		}
 	}
 	if err := <-done; err != nil {

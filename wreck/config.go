@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ type Config struct {
 	Conns     int           // connections in total, spread over the shards
 	Duration  time.Duration // stop after this long
 	Reqs      int64         // stop after this many requests complete (0: no cap)
-	Pipeline  int           // requests in flight per connection
+	Pipeline  int           // requests in flight per connection (a batch written at once in closed loop)
 	Path      string        // request target
 	Headers   []string      // extra "Name: value" request headers
 	KeepAlive bool          // false: one connection per request (connection rate)
@@ -85,24 +86,26 @@ func (c *Config) validate() error {
 			return fmt.Errorf("--header %q: want \"Name: value\" on one line", h)
 		}
 	}
-	for _, cpu := range c.CPUSet {
-		if cpu < 0 || cpu >= 1024 {
-			return fmt.Errorf("--cpuset: CPU %d out of range", cpu)
+	if len(c.CPUSet) > 0 {
+		allowed := processCPUs()
+		for _, cpu := range c.CPUSet {
+			if !slices.Contains(allowed, cpu) {
+				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
+			}
 		}
+	}
+	host, port, err := net.SplitHostPort(c.Server)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("--server %q: want host:port, e.g. 127.0.0.1:8080", c.Server)
 	}
 	return nil
 }
 
-// resolve turns Server into a socket address (once, before the shards start).
+// resolve turns a validated Server into a socket address (once, before the
+// shards start).
 func resolve(server string) (unix.Sockaddr, int, error) {
-	host, port, err := net.SplitHostPort(server)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--server %q: want host:port: %w", server, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return nil, 0, fmt.Errorf("--server %q: bad port", server)
-	}
+	host, port, _ := net.SplitHostPort(server) // checked by validate
+	p, _ := strconv.Atoi(port)
 	ips, err := net.LookupIP(host)
 	if err != nil || len(ips) == 0 {
 		return nil, 0, fmt.Errorf("--server %q: cannot resolve host: %v", server, err)

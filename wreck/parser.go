@@ -71,20 +71,16 @@ func (p *parser) feed(b []byte) (n int, r pres) {
 	for {
 		switch p.st {
 		case psHead:
-			i := bytes.Index(b[n:], crlfcrlf)
-			if i < 0 {
-				if len(b)-n > p.maxHead {
-					return n, pOversized
-				}
+			hl := p.head(b[n:])
+			switch {
+			case hl < 0:
+				return n, pMalformed
+			case hl == 0 && len(b)-n > p.maxHead, hl > p.maxHead:
+				return n, pOversized
+			case hl == 0:
 				return n, pMore
 			}
-			if i+4 > p.maxHead {
-				return n, pOversized
-			}
-			if !p.head(b[n : n+i+2]) {
-				return n, pMalformed
-			}
-			n += i + 4
+			n += hl
 			switch {
 			case p.status < 200: // informational: the real response follows
 				p.st = psHead
@@ -163,91 +159,112 @@ func (p *parser) feed(b []byte) (n int, r pres) {
 	}
 }
 
-var crlfcrlf = []byte("\r\n\r\n")
-
-// head parses a status line and header section (h ends with the CRLF of the
-// last header line) and sets the framing state. It reports false if malformed.
-func (p *parser) head(h []byte) bool {
-	// status-line = HTTP-version SP status-code SP [ reason-phrase ]  (RFC 9112 §4)
-	if len(h) < 14 || string(h[:7]) != "HTTP/1." || (h[7] != '0' && h[7] != '1') || h[8] != ' ' {
-		return false
+// head parses the status line and header section at the start of b in one
+// pass, line by line, and sets the framing state. It returns the length of
+// the head through its blank line, 0 if b holds no complete head yet, or -1
+// if it is malformed. Fields change only when it returns a length.
+func (p *parser) head(b []byte) int {
+	// status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF  (RFC 9112 §4)
+	eol := bytes.IndexByte(b, '\n')
+	if eol < 0 {
+		if len(b) >= 9 && (string(b[:7]) != "HTTP/1." || b[8] != ' ') {
+			return -1 // no need to wait for the rest of a line that is wrong already
+		}
+		return 0
 	}
-	http10 := h[7] == '0'
+	if eol < 13 || b[eol-1] != '\r' || string(b[:7]) != "HTTP/1." || (b[7] != '0' && b[7] != '1') || b[8] != ' ' {
+		return -1
+	}
+	http10 := b[7] == '0'
 	status := 0
-	for _, c := range h[9:12] {
+	for _, c := range b[9:12] {
 		if c < '0' || c > '9' {
-			return false
+			return -1
 		}
 		status = status*10 + int(c-'0')
 	}
-	if status < 100 || (h[12] != ' ' && h[12] != '\r') {
-		return false
+	if status < 100 || (b[12] != ' ' && b[12] != '\r') {
+		return -1
 	}
-	eol := bytes.Index(h, crlf)
-	if eol < 12 {
-		return false
-	}
-	p.status, p.hasSeq, p.seq = status, false, 0
 	var cl int64 = -1
-	chunked, keepAlive, closeTok := false, false, false
-	for rest := h[eol+2:]; len(rest) > 0; {
-		i := bytes.Index(rest, crlf)
+	var seq uint64
+	chunked, keepAlive, closeTok, hasSeq := false, false, false, false
+	off := eol + 1
+	for {
+		i := bytes.IndexByte(b[off:], '\n')
 		if i < 0 {
-			return false
+			return 0
 		}
-		line := rest[:i]
-		rest = rest[i+2:]
+		if i == 0 || b[off+i-1] != '\r' {
+			return -1 // lines end in CRLF
+		}
+		line := b[off : off+i-1]
+		off += i + 1
+		if len(line) == 0 {
+			break // the blank line ends the head
+		}
 		// No obs-fold, no whitespace before the colon (RFC 9112 §5.1, §5.2).
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
-			return false
+		if colon <= 0 || line[0] == ' ' || line[0] == '\t' || line[colon-1] == ' ' || line[colon-1] == '\t' {
+			return -1
 		}
-		name, val := line[:colon], trimOWS(line[colon+1:])
-		if c := name[len(name)-1]; c == ' ' || c == '\t' {
-			return false
-		}
-		switch {
-		case eqFold(name, "content-length"):
-			v, ok := parseDecimal(val)
-			if !ok || (cl >= 0 && v != cl) {
-				return false
+		name := line[:colon]
+		switch line[0] | 0x20 { // only a few names matter: sort on the first letter
+		case 'c':
+			switch {
+			case eqFold(name, "content-length"):
+				v, ok := parseDecimal(trimOWS(line[colon+1:]))
+				if !ok || (cl >= 0 && v != cl) {
+					return -1
+				}
+				cl = v
+			case eqFold(name, "connection"):
+				val := trimOWS(line[colon+1:])
+				switch {
+				case eqFold(val, "keep-alive"):
+					keepAlive = true
+				case eqFold(val, "close"):
+					closeTok = true
+				default:
+					closeTok = closeTok || hasToken(val, "close")
+					keepAlive = keepAlive || hasToken(val, "keep-alive")
+				}
 			}
-			cl = v
-		case eqFold(name, "transfer-encoding"):
-			// Only "chunked" alone: any other coding cannot be framed by us.
-			if !eqFold(val, "chunked") || chunked {
-				return false
+		case 't':
+			if eqFold(name, "transfer-encoding") {
+				// Only "chunked" alone: any other coding cannot be framed by us.
+				if !eqFold(trimOWS(line[colon+1:]), "chunked") || chunked {
+					return -1
+				}
+				chunked = true
 			}
-			chunked = true
-		case eqFold(name, "connection"):
-			closeTok = closeTok || hasToken(val, "close")
-			keepAlive = keepAlive || hasToken(val, "keep-alive")
-		case eqFold(name, seqHeader):
-			v, ok := parseHex(val)
-			if !ok {
-				return false
+		case 'x':
+			if eqFold(name, seqHeader) {
+				v, ok := parseHex(trimOWS(line[colon+1:]))
+				if !ok {
+					return -1
+				}
+				seq, hasSeq = v, true
 			}
-			p.seq, p.hasSeq = v, true
 		}
 	}
-	p.close = closeTok || (http10 && !keepAlive)
 	switch {
 	case status == 101: // we never ask to switch protocols
-		return false
-	case status < 200:
-		p.st = psHead
-	case status == 204 || status == 304:
+		return -1
+	case status < 200, status == 204, status == 304: // no body
 		p.st = psHead
 	case chunked && cl >= 0: // RFC 9112 §6.3: a smuggling sign, treat as an error
-		return false
+		return -1
 	case chunked:
 		p.st = psChunkSize
 	case cl >= 0:
 		p.st, p.rem = psBody, cl
 	default:
-		p.st, p.close = psUntilClose, true
+		p.st, closeTok = psUntilClose, true
 	}
-	return true
+	p.status, p.seq, p.hasSeq = status, seq, hasSeq
+	p.close = closeTok || (http10 && !keepAlive)
+	return off
 }
 
 // eqFold reports whether b equals the lower-case ASCII string s, ignoring case.

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testConfig is a run against addr bounded by a generous duration: tests stop
@@ -170,13 +175,21 @@ func TestRunErrorClasses(t *testing.T) {
 }
 
 func TestRunConnectRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A bound socket that never listens holds the port (no other process can
+	// take it meanwhile) and answers SYNs with RST.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nobody listens there now
-	cfg := testConfig(addr)
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port))
 	cfg.Duration = 100 * time.Millisecond
 	r := mustRun(t, cfg)
 	if r.Errors.Connect == 0 || r.Requests != 0 || r.Connects != 0 {
@@ -294,6 +307,9 @@ func TestMainBadFlags(t *testing.T) {
 		{"--server", "x:1", "--duration", "0s"},
 		{"--server", "x:1", "--bogus"},
 		{"--server", "x:1", "extra"},
+		{"--server", "no-port"},
+		{"--server", "127.0.0.1:99999"},
+		{"--server", "x:1", "--cpuset", "1023"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(args, &out, &errOut)
@@ -309,9 +325,186 @@ func TestRunBadServer(t *testing.T) {
 	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Fatalf("err %v, want a host:port error", err)
 	}
-	cfg = testConfig("127.0.0.1:1")
-	cfg.CPUSet = []int{1023}
-	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "--cpuset") {
-		t.Fatalf("err %v, want a --cpuset error", err)
+	cfg = testConfig("no-such-host.invalid:80")
+	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "resolve") {
+		t.Fatalf("err %v, want a resolve error", err)
+	}
+}
+
+// A server that ends each connection after three responses, announcing it
+// with Connection: close (as nginx does at keepalive_requests): no errors,
+// and wreck reconnects.
+func TestRunServerCloses(t *testing.T) {
+	srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+		for i := 1; i <= 3; i++ {
+			r, ok := s.next(br)
+			if !ok {
+				return
+			}
+			respond(c, 200, r.seq, "x", false, i == 3)
+		}
+	})
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs, cfg.CheckSeq = 1, 30, true
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 30 || srv.reqs.Load() != 30 || r.Connects != 10 {
+		t.Fatalf("responses %d, server read %d, connects %d: want 30, 30, 10", r.Requests, srv.reqs.Load(), r.Connects)
+	}
+}
+
+// Responses framed by the server closing the connection (no Content-Length).
+func TestRunUntilClose(t *testing.T) {
+	srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+		if _, ok := s.next(br); ok {
+			c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nthe body runs to the end"))
+		}
+	})
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs = 1, 5
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 5 || srv.conns.Load() != 5 {
+		t.Fatalf("responses %d on %d connections, want 5 on 5", r.Requests, srv.conns.Load())
+	}
+}
+
+// Bodies much larger than the read buffer, both framings: skipped, not copied,
+// and their bytes counted.
+func TestRunLargeBodies(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 20000) // 320 KB
+	for _, chunked := range []bool{false, true} {
+		srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+			bw := bufio.NewWriter(c)
+			for r, ok := s.next(br); ok; r, ok = s.next(br) {
+				respond(bw, 200, r.seq, body, chunked, false)
+				bw.Flush()
+			}
+		})
+		cfg := testConfig(srv.addr())
+		cfg.Conns, cfg.Reqs, cfg.Pipeline, cfg.CheckSeq = 2, 20, 2, true
+		r := mustRun(t, cfg)
+		wantErrors(t, r, ErrorCounts{})
+		if r.Requests != 20 || r.BytesRead < 20*uint64(len(body)) {
+			t.Fatalf("chunked %v: %d responses, %d bytes; want 20 and at least %d", chunked, r.Requests, r.BytesRead, 20*len(body))
+		}
+	}
+}
+
+// Open loop with one connection per request.
+func TestRunRateOneShot(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs, cfg.Rate, cfg.KeepAlive = 2, 20, 400, false
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 20 || r.Connects != 20 || srv.conns.Load() != 20 {
+		t.Fatalf("responses %d, connects %d, server accepted %d: want 20 each", r.Requests, r.Connects, srv.conns.Load())
+	}
+}
+
+// Batches far larger than the socket buffers: writes are cut short (EAGAIN)
+// and resume on EPOLLOUT; every request still arrives once, in order.
+func TestRunPartialWrites(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Pipeline, cfg.Reqs, cfg.CheckSeq = 1, 1024, 2048, true
+	cfg.Headers = []string{"X-Pad: " + strings.Repeat("p", 8000)} // 8 MB per batch
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 2048 || srv.reqs.Load() != 2048 || srv.badReqs.Load() != 0 {
+		t.Fatalf("responses %d, server read %d (%d bad), want 2048", r.Requests, srv.reqs.Load(), srv.badReqs.Load())
+	}
+}
+
+// One-shot requests to a server that ignores Connection: close and keeps the
+// connection open: wreck closes it itself rather than wait out --timeout.
+func TestRunOneShotServerKeepsOpen(t *testing.T) {
+	srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+		for _, ok := s.next(br); ok; _, ok = s.next(br) {
+			respond(c, 200, "", "still here", false, false)
+		}
+	})
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs, cfg.KeepAlive = 1, 5, false
+	cfg.Timeout, cfg.Duration = 10*time.Second, 15*time.Second // waiting would finish 2 at most
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Requests != 5 || srv.conns.Load() != 5 {
+		t.Fatalf("responses %d on %d connections, want 5 on 5", r.Requests, srv.conns.Load())
+	}
+}
+
+// Chaos: every connection gets a behaviour drawn from a seeded source (good,
+// chunked, closes mid-response, resets, malformed, oversized, stalls, short
+// Content-Length, swapped order, trickled bytes). wreck must finish its budget
+// without a panic or a hang, counting each request as a response or an error.
+func TestRunChaos(t *testing.T) {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(6, 6))
+	srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+		mu.Lock()
+		mode := rng.IntN(10)
+		mu.Unlock()
+		for r, ok := s.next(br); ok; r, ok = s.next(br) {
+			switch mode {
+			case 0:
+				respond(c, 200, r.seq, "good", false, false)
+			case 1:
+				respond(c, 200, r.seq, "chunked body", true, false)
+			case 2:
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhel"))
+				return
+			case 3:
+				c.(*net.TCPConn).SetLinger(0)
+				return
+			case 4:
+				c.Write([]byte("HTTP/1.1 OK 200\r\n\r\n"))
+			case 5:
+				c.Write([]byte("HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 20000) + "\r\n\r\n"))
+			case 6:
+				<-s.done
+				return
+			case 7:
+				c.Write([]byte("HTTP/1.1 200 OK\r\nX-Wreck-Seq: " + r.seq + "\r\nContent-Length: 1\r\n\r\nabc"))
+			case 8:
+				r2, ok := s.next(br)
+				if !ok {
+					return
+				}
+				respond(c, 200, r2.seq, "2", false, false)
+				respond(c, 200, r.seq, "1", false, false)
+			case 9:
+				var b bytes.Buffer
+				respond(&b, 200, r.seq, "trickle", false, false)
+				for _, x := range b.Bytes() {
+					c.Write([]byte{x})
+				}
+			}
+		}
+	})
+	cfg := testConfig(srv.addr())
+	cfg.SMP, cfg.Conns, cfg.Pipeline, cfg.Reqs, cfg.CheckSeq = 2, 6, 4, 300, true
+	cfg.Timeout = 100 * time.Millisecond
+	r := mustRun(t, cfg)
+	e := r.Errors
+	accounted := r.Requests + e.Malformed + e.Timeout + e.Reset + e.Closed + e.Mismatch
+	if accounted < 300 || r.Requests == 0 || e.Total() == 0 {
+		t.Fatalf("%d responses and errors %+v account for %d of 300 requests", r.Requests, e, accounted)
+	}
+	t.Logf("responses %d, errors %+v, connects %d", r.Requests, e, r.Connects)
+}
+
+// Closing Stop (SIGINT in the command) ends the run early with what it has.
+func TestRunStop(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	stop := make(chan struct{})
+	close(stop)
+	cfg.Stop = stop
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Seconds >= cfg.Duration.Seconds() {
+		t.Fatalf("ran %.1fs: Stop did not end the run before --duration", r.Seconds)
 	}
 }

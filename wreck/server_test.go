@@ -135,8 +135,12 @@ func respond(w io.Writer, status int, seq, body string, chunked, closeConn bool)
 	}
 	if chunked {
 		b.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+		step := 3 // small chunks split heads and chunk lines across reads
+		if len(body) > 1000 {
+			step = 4000
+		}
 		for len(body) > 0 {
-			n := min(len(body), 3)
+			n := min(len(body), step)
 			fmt.Fprintf(&b, "%x\r\n%s\r\n", n, body[:n])
 			body = body[n:]
 		}

@@ -1,11 +1,16 @@
 // Command lab builds, lists and removes percore's veth lab by hand:
 //
-//	lab up [--queues N] [--mtu M] [--prefix P] [--impair SPEC]   build a lab and print how to use it
+//	lab up [--queues N] [--mtu M] [--prefix P]   build a lab and print how to use it
 //	lab status                                    list labs (namespaces named *-cli / *-srv)
 //	lab down NAME|--all                           remove one lab (or every lab)
 //
 // With --hold, up keeps running and removes the lab on SIGINT/SIGTERM; without it
 // the lab stays until `lab down`.
+//
+// With --impair SPEC (for example loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1)
+// up puts an impairment bridge in a middle namespace (*-mid) between client and
+// server; the bridge runs in this process, so --impair implies --hold, and the
+// bridge's counters are printed when the lab is removed.
 package main
 
 import (
@@ -110,11 +115,16 @@ func down(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("down needs a lab name from `lab status` (e.g. pc1a2b3c), or --all to remove every lab on this machine")
 	}
-	prefix := args[0]
-	if prefix == "--all" {
-		prefix = ""
+	var names []string
+	var err error
+	if args[0] == "--all" {
+		names, err = lab.List("")
+	} else {
+		names, err = lab.Namespaces(args[0])
+		if err == nil && len(names) == 0 {
+			err = fmt.Errorf("no lab named %s (see `lab status`)", args[0])
+		}
 	}
-	names, err := lab.List(prefix)
 	if err != nil {
 		return err
 	}
@@ -137,6 +147,13 @@ func status() error {
 	}
 	for _, n := range names {
 		fmt.Println(n)
+		lines, err := lab.Describe(n)
+		if err != nil {
+			fmt.Println("  ", err)
+		}
+		for _, l := range lines {
+			fmt.Println("  ", l)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -70,6 +71,11 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.Addr = addr
+	// Shards hold their Ps while polling; keep one more for the control plane
+	// (signals, stats) so it never waits for a shard to sleep.
+	if runtime.GOMAXPROCS(0) < len(cpus)+1 {
+		runtime.GOMAXPROCS(len(cpus) + 1)
+	}
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
 	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		taken[sh.ID] = true
@@ -140,7 +146,8 @@ func (s *Server) Stats() []shard.Report { return s.group.Stats() }
 // Main runs the httpd command: parse flags, start, serve until a signal arrives
 // on sig, stop gracefully. It returns the exit status: 0 after a clean stop (or
 // --help), 2 for a bad flag or a failed start (port in use, bad docroot ...),
-// 1 if a second signal cut the graceful stop short.
+// 1 if a second signal (or a shard that cannot stop) cut the graceful stop
+// short.
 func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	o, err := ParseFlags(args, stderr)
 	if errors.Is(err, ErrHelp) {
@@ -174,10 +181,20 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	close(stopStats)
 	fmt.Fprintf(stderr, "httpd: stopping: finishing responses in flight (at most %v)\n", o.StopTimeout)
 	s.Stop()
+	// Shards force-close at the stop timeout; the extra bound only guards
+	// against a shard that cannot get there (a bug), so the process still ends.
+	hard := time.NewTimer(o.StopTimeout + 5*time.Second)
+	defer hard.Stop()
 	select {
 	case <-s.Done():
 	case <-sig:
 		fmt.Fprintln(stderr, "httpd: second signal: exiting without finishing")
+	case <-hard.C:
+		fmt.Fprintf(stderr, "httpd: shards did not stop within %v; exiting without finishing\n", o.StopTimeout+5*time.Second)
+	}
+	select {
+	case <-s.Done():
+	default:
 		if s.Impaired != nil { // the namespaces would outlive the process
 			s.Impaired.Close()
 		} else if s.Lab != nil {

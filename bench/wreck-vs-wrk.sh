@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# wreck-vs-wrk.sh: is wreck at least as fast as wrk? Both drive one nginx worker
+# (its own prefix in a temp dir, access_log off, pinned to SERVER_CPU) from
+# CLIENT_CPU, keep-alive, same connections and duration, interleaved for ROUNDS
+# rounds. Prints medians (min-max) of requests/s and of CPU-us per request:
+# whole-machine busy time from /proc/stat, and the client's and server's own
+# CPU time (steadier when other work shares the machine).
+#
+#   bench/wreck-vs-wrk.sh                 # 3 rounds, -c64, 5s
+#   ROUNDS=5 CONNS=128 DUR=10 bench/wreck-vs-wrk.sh
+#   PIPELINE=16 bench/wreck-vs-wrk.sh    # wrk pipelines through a Lua script
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+DUR=${DUR:-5}
+PORT=${PORT:-18090}
+PIPELINE=${PIPELINE:-1}
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d /tmp/wreck-vs-wrk.XXXXXX)
+nginx_pid=
+cleanup() {
+	if [[ -n $nginx_pid ]]; then
+		kill "$nginx_pid" 2>/dev/null || true
+		wait "$nginx_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for tool in wrk nginx taskset /usr/bin/time go; do
+	command -v "$tool" >/dev/null || { echo "wreck-vs-wrk: $tool not found: apt-get install -y wrk nginx util-linux time" >&2; exit 1; }
+done
+
+(cd "$root" && go build -o "$tmp/wreck" ./cmd/wreck)
+
+mkdir -p "$tmp/logs"
+cat >"$tmp/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $tmp/logs/error.log warn;
+pid $tmp/nginx.pid;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	keepalive_requests 100000000;
+	client_body_temp_path $tmp/body;
+	proxy_temp_path $tmp/proxy;
+	fastcgi_temp_path $tmp/fastcgi;
+	uwsgi_temp_path $tmp/uwsgi;
+	scgi_temp_path $tmp/scgi;
+	server {
+		listen 127.0.0.1:$PORT reuseport;
+		location / { default_type text/plain; return 200 "Hello, World!"; }
+	}
+}
+CONF
+taskset -c "$SERVER_CPU" nginx -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/logs/error.log" &
+nginx_pid=$!
+for _ in $(seq 50); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
+	sleep 0.1
+done
+kill -0 "$nginx_pid" 2>/dev/null || { echo "wreck-vs-wrk: nginx did not start: $(cat "$tmp/logs/error.log")" >&2; exit 1; }
+
+wrk_args=()
+if ((PIPELINE > 1)); then
+	cat >"$tmp/pipeline.lua" <<LUA
+init = function(args)
+	local r = {}
+	for i = 1, $PIPELINE do r[i] = wrk.format() end
+	req = table.concat(r)
+end
+request = function() return req end
+LUA
+	wrk_args=(-s "$tmp/pipeline.lua")
+fi
+
+hz=$(getconf CLK_TCK)
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }   # user nice system irq softirq steal
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }                  # utime + stime
+
+url=http://127.0.0.1:$PORT/
+run() { # tool round -> appends "tool rps whole_us proc_us" to results
+	local tool=$1 out=$tmp/out b0 b1 s0 s1 reqs rps ut st
+	b0=$(busy)
+	s0=$(ticks "$nginx_pid")
+	case $tool in
+	wrk) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "$url" >"$out" ;;
+	wreck) /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/wreck" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>/dev/null ;;
+	esac
+	b1=$(busy)
+	s1=$(ticks "$nginx_pid")
+	reqs=$(awk '/requests in/{print $1; exit}' "$out")
+	rps=$(awk '/^Requests\/sec:/{print $2}' "$out")
+	read -r ut st <"$tmp/time"
+	awk -v t="$tool" -v r="$rps" -v n="$reqs" -v db="$((b1 - b0))" -v ds="$((s1 - s0))" -v ut="$ut" -v st="$st" -v hz="$hz" \
+		'BEGIN { printf "%s %.0f %.2f %.2f %.2f %.2f\n", t, r, db*1e6/hz/n, (ds/hz+ut+st)*1e6/n, (ut+st)*1e6/n, ds/hz*1e6/n }' >>"$tmp/results"
+	tail -1 "$tmp/results" | awk -v round="$2" '{ printf "round %d %-6s %9.0f req/s  us/req: %7.2f machine %6.2f client+server %6.2f client %6.2f server\n", round, $1, $2, $3, $4, $5, $6 }' >&2
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for r in $(seq "$ROUNDS"); do
+	run wrk "$r"
+	run wreck "$r"
+done
+
+echo
+echo "load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, pipeline $PIPELINE, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
+echo
+echo "| client | req/s | machine CPU-us/req | client+server CPU-us/req | client CPU-us/req | server CPU-us/req |"
+echo "|---|---|---|---|---|---|"
+for tool in wrk wreck; do
+	for col in 2 3 4 5 6; do
+		awk -v t="$tool" -v c="$col" '$1 == t { print $c }' "$tmp/results" | sort -g |
+			awk -v c="$col" '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; fmt = (c == 2) ? "%.0f (%.0f-%.0f)" : "%.2f (%.2f-%.2f)"; printf fmt "\n", m, v[1], v[NR] }' >"$tmp/col$col"
+	done
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$tool" "$(cat "$tmp/col2")" "$(cat "$tmp/col3")" "$(cat "$tmp/col4")" "$(cat "$tmp/col5")" "$(cat "$tmp/col6")"
+done

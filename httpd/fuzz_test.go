@@ -1,0 +1,114 @@
+package httpd
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// fuzzSetup is testSetup without the panicking route (a recovered panic
+// allocates, which the fuzz target would report).
+func fuzzSetup(s *Site) {
+	s.Handle("/echo", func(w *ResponseWriter, r *Request) {
+		w.Header("Content-Type", "application/octet-stream")
+		w.Write(r.Body)
+	})
+	s.Handle("/api/", func(w *ResponseWriter, r *Request) {
+		w.WriteString("api:")
+		w.Write(r.Path)
+		w.Write(r.Header("host"))
+	})
+}
+
+// FuzzParser feeds arbitrary input in pieces of a fuzzed size and checks that
+// the responder never panics, answers with whole HTTP/1.1 responses no more
+// often and no larger than the input allows, closes after bad input, and —
+// run a second time on the pooled connection — allocates nothing.
+func FuzzParser(f *testing.F) {
+	for _, tc := range parserCases {
+		f.Add([]byte(tc.in), uint16(0))
+		f.Add([]byte(tc.in), uint16(7))
+	}
+	const maxBody = 1000
+	site, err := NewSite(Config{Docroot: makeDocroot(f), MaxBody: maxBody})
+	if err != nil {
+		f.Fatal(err)
+	}
+	fuzzSetup(site)
+	srv := NewServer(site, io.Discard)
+	srv.Tick(t0)
+	var out bytes.Buffer
+	out.Grow(1 << 20)
+
+	f.Fuzz(func(t *testing.T, data []byte, split uint16) {
+		piece := int(split%512) + 1
+		var st0 Stats
+		continues := 0
+		run := func() {
+			st0 = srv.Stats()
+			out.Reset()
+			continues = 0
+			c := srv.NewConn(testRemote, t0)
+			rest := data
+			for stalls := 0; len(rest) > 0 && !c.Closing(); {
+				k := min(piece, len(rest))
+				n := c.Feed(rest[:k], t0)
+				rest = rest[n:]
+				drained := drainInto(c, &out, &continues)
+				if n == 0 && !drained {
+					if stalls++; stalls > 2 {
+						t.Fatalf("Feed stalled with %d bytes left", len(rest))
+					}
+				}
+			}
+			c.PeerClosed(t0)
+			drainInto(c, &out, &continues)
+			if !c.Closing() {
+				t.Fatal("not closing after PeerClosed with output drained")
+			}
+			srv.Release(c)
+			srv.Tick(t0)
+		}
+		run()
+
+		st := srv.Stats()
+		reqs := st.Requests - st0.Requests
+		lines := uint64(bytes.Count(data, []byte("\n")))
+		if reqs > lines/2+1 {
+			t.Fatalf("%d responses from %d lines of input", reqs, lines)
+		}
+		maxResp := uint64(MaxTarget + maxBody + 1024)
+		if uint64(out.Len()) > reqs*maxResp+uint64(continues)*uint64(len(continueResp)) {
+			t.Fatalf("%d output bytes for %d responses", out.Len(), reqs)
+		}
+		if reqs > 0 && !bytes.HasPrefix(out.Bytes(), []byte("HTTP/1.1 ")) {
+			t.Fatalf("output does not start with a status line: %q", out.Bytes()[:min(out.Len(), 40)])
+		}
+		if got := bytes.Count(out.Bytes(), []byte("\r\nContent-Length: ")); got < int(reqs)-int(bytes.Count(out.Bytes(), []byte(" 204 No Content\r\n"))) {
+			t.Fatalf("%d responses but %d Content-Length fields", reqs, got)
+		}
+		// The same input again on the pooled connection: steady state.
+		if n := testing.AllocsPerRun(2, run); n != 0 {
+			t.Fatalf("%v allocations in steady state", n)
+		}
+	})
+}
+
+// drainInto appends and advances all pending output, counting 100 Continue
+// responses; it reports whether there was any.
+func drainInto(c *Conn, out *bytes.Buffer, continues *int) bool {
+	any := false
+	for len(c.Output()) > 0 {
+		any = true
+		n := 0
+		for _, s := range c.Output() {
+			if bytes.Equal(s, continueResp) {
+				*continues++
+			}
+			out.Write(s)
+			n += len(s)
+		}
+		c.Advance(n)
+	}
+	return any
+}

@@ -1,0 +1,200 @@
+package netstack
+
+// The sender side of ACK processing: RTT, congestion control (RFC 5681),
+// NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
+// scoreboard (RFC 2018, RFC 6675 light).
+
+// newAck handles an ACK that advances SND.UNA: RTT, congestion control
+// (RFC 5681, NewReno RFC 6582), the app's output and the RTO timer.
+func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
+	acked := ack.diff(c.sndUna)
+	data := acked
+	if c.finSent && ack.gt(c.finSeq) && !c.sndUna.gt(c.finSeq) {
+		data-- // the FIN's sequence number is not app data
+	}
+	if c.rttOn && ack.gt(c.rttSeq) {
+		// RFC 6298 / Karn: only segments sent once are timed.
+		l.rttSample(c, l.now-c.rttTime)
+		c.rttOn = false
+	}
+	c.retries = 0
+	c.sndUna = ack
+	if c.sndNxt.lt(ack) {
+		c.sndNxt = ack
+	}
+	l.pruneSacked(c)
+	if data > 0 && c.app != nil {
+		c.app.Advance(int(data))
+	}
+	mss := uint32(c.mss)
+	flight := c.sndMax.diff(ack)
+	switch {
+	case c.recovery && !ack.lt(c.recover):
+		// RFC 6582 3.2 (3) full acknowledgment: "Set cwnd to either
+		// (1) min (ssthresh, max(FlightSize, SMSS) + SMSS)".
+		c.recovery = false
+		c.dupAcks = 0
+		c.cwnd = min(c.ssthresh, max(flight, mss)+mss)
+	case c.recovery:
+		// RFC 6582 3.2 (3) partial acknowledgment: "retransmit the first
+		// unacknowledged segment ... deflate the congestion window by the
+		// amount of new data acknowledged ... add back SMSS".
+		l.retransmitAt(c, ack)
+		if c.cwnd > acked {
+			c.cwnd -= acked
+		} else {
+			c.cwnd = 0
+		}
+		c.cwnd += mss
+		l.sackHole(c)
+	default:
+		c.dupAcks = 0
+		if c.cwnd < c.ssthresh {
+			c.cwnd += min(acked, mss) // slow start, RFC 5681 (2)
+		} else {
+			c.cwnd += max(mss*mss/c.cwnd, 1) // congestion avoidance (3)
+		}
+		c.cwnd = min(c.cwnd, 1<<30)
+	}
+	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
+	c.tlpDone = false
+	if c.sndUna == c.sndMax {
+		c.rtxAt, c.tlp = 0, false
+	} else {
+		l.rearmRTO(c)
+	}
+	c.persist = false
+	if c.appSeq != c.rcvDataEnd() {
+		// The app's output drained: it may take held input now.
+		l.deliver(c, true)
+	}
+}
+
+// dupAck counts a duplicate ACK: fast retransmit on the third (RFC 5681
+// 3.2), window inflation after (RFC 6582 3.2 (4)).
+func (l *tcpLayer) dupAck(c *tcpConn) {
+	c.dupAcks++
+	mss := uint32(c.mss)
+	if c.recovery {
+		c.cwnd += mss
+		l.sackHole(c)
+		return
+	}
+	// Enter loss recovery on the third duplicate ACK (RFC 5681 3.2), or
+	// earlier when SACK shows more than DupThresh-1 segments above the
+	// hole (RFC 6675 IsLost), which small windows need; before that,
+	// limited transmit (RFC 3042) lets new data out (see sendData). After a
+	// tail loss probe, the SACK it draws is the loss signal (RFC 8985 7.4).
+	if c.dupAcks < 3 && !(c.sackOK && (l.sackedBytes(c) > 2*mss || c.tlpDone)) {
+		return
+	}
+	// RFC 6582 3.2 (2): enter only if the ACK covers more than recover.
+	// With SACK the duplicate ACKs of a loss right at recover are told
+	// apart from those of our own retransmissions (RFC 6675 5: enter
+	// unless already in recovery), so ACK == recover is enough.
+	if !c.sndUna.gt(c.recover) && !(c.sackOK && c.sndUna == c.recover) {
+		return
+	}
+	l.stats.FastRetransmits++
+	flight := c.sndMax.diff(c.sndUna)
+	c.ssthresh = max(flight/2, 2*mss)
+	c.recover = c.sndMax
+	c.recovery = true
+	c.rtxHigh = c.sndUna
+	l.retransmitAt(c, c.sndUna)
+	c.rtxHigh = c.sndUna.add(mss)
+	c.cwnd = c.ssthresh + 3*mss
+}
+
+// sackedBytes counts the bytes the peer has SACKed above SND.UNA.
+func (l *tcpLayer) sackedBytes(c *tcpConn) uint32 {
+	n := uint32(0)
+	for i := 0; i < int(c.nsacked); i++ {
+		n += c.sacked[i].r.diff(c.sacked[i].l)
+	}
+	return n
+}
+
+// sackHole retransmits the next hole below the highest SACKed byte that
+// this recovery has not retransmitted yet (RFC 6675 light).
+func (l *tcpLayer) sackHole(c *tcpConn) {
+	if c.nsacked == 0 {
+		return
+	}
+	high := c.sacked[c.nsacked-1].r
+	seq := l.skipSacked(c, seqMax(c.rtxHigh, c.sndUna))
+	if !seq.lt(high) || !seq.lt(c.sndMax) {
+		return
+	}
+	l.retransmitAt(c, seq)
+	c.rtxHigh = seq.add(uint32(c.mss))
+}
+
+// updateSacked merges the peer's SACK blocks (RFC 2018) that lie in
+// (SND.UNA, SND.MAX] into the scoreboard.
+func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) {
+	for i := 0; i < f.NSACK; i++ {
+		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
+		if !r.l.lt(r.r) || !r.l.gt(c.sndUna) || r.r.gt(c.sndMax) {
+			continue // D-SACK, stale or bogus block
+		}
+		n := addRange(c.sacked[:], int(c.nsacked), r)
+		if n < 0 {
+			n = -1 - n // scoreboard full and r above every range: not remembered
+		}
+		c.nsacked = uint8(n)
+	}
+}
+
+func (l *tcpLayer) pruneSacked(c *tcpConn) {
+	j := 0
+	for i := 0; i < int(c.nsacked); i++ {
+		r := c.sacked[i]
+		if r.r.leq(c.sndUna) {
+			continue
+		}
+		if r.l.lt(c.sndUna) {
+			r.l = c.sndUna
+		}
+		c.sacked[j] = r
+		j++
+	}
+	c.nsacked = uint8(j)
+}
+
+// addRange merges r into the sorted, disjoint ranges rs[:n] and returns the
+// new count. When all slots are taken and r merges with none, the highest
+// range is dropped to make room (the lowest ranges matter most for
+// retransmission and for filling the next hole). It returns -1-n when r
+// could not be added at all (r is above every range and the table is full).
+func addRange(rs []tcpRange, n int, r tcpRange) int {
+	// Merge every range that overlaps or touches r.
+	j := 0
+	for i := 0; i < n; i++ {
+		x := rs[i]
+		if x.r.lt(r.l) || r.r.lt(x.l) {
+			rs[j] = x
+			j++
+			continue
+		}
+		r.l, r.r = seqMin(r.l, x.l), seqMax(r.r, x.r)
+	}
+	n = j
+	// Insert sorted.
+	pos := n
+	for i := 0; i < n; i++ {
+		if r.l.lt(rs[i].l) {
+			pos = i
+			break
+		}
+	}
+	if n == len(rs) {
+		if pos == n {
+			return -1 - n
+		}
+		n-- // drop the highest
+	}
+	copy(rs[pos+1:n+1], rs[pos:n])
+	rs[pos] = r
+	return n + 1
+}

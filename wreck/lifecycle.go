@@ -1,0 +1,87 @@
+package wreck
+
+// A connection slot's sockets: connect, connected, close and reconnect.
+
+import "golang.org/x/sys/unix"
+
+// connect opens a non-blocking socket for c and starts connecting.
+func (s *shard) connect(c *conn) {
+	fd, err := unix.Socket(s.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		s.connectFailed(c)
+		return
+	}
+	c.fd, c.since = fd, s.now
+	c.gen++
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c.outOn = true
+	ev := unix.EpollEvent{Events: evWrite, Fd: c.idx, Pad: c.gen}
+	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		s.connectFailed(c)
+		return
+	}
+	switch err := unix.Connect(fd, s.sa); err {
+	case nil:
+		s.connected(c)
+	case unix.EINPROGRESS:
+		c.state = cConnecting
+	default:
+		s.connectFailed(c)
+	}
+}
+
+// connectFailed counts a failed connect and backs off; a one-shot request
+// waiting for the connection is given back.
+func (s *shard) connectFailed(c *conn) {
+	s.cnt.Errors[errConnect]++
+	s.drop(c)
+	c.state, c.wakeAt = cWait, s.now+int64(connBackoff)
+}
+
+// connected starts the request flow on a fresh connection.
+func (s *shard) connected(c *conn) {
+	c.state = cOpen
+	s.cnt.Connects++
+	c.p.reset()
+	c.carry = c.carry[:0]
+	c.seqWant = c.seqSent
+	if s.cfg.KeepAlive {
+		s.watchOut(c, false)
+		s.refill(c)
+		return
+	}
+	c.sent[c.head] = s.now
+	s.write(c, 1)
+}
+
+// reconnect closes c and queues it to connect again after this batch of events.
+func (s *shard) reconnect(c *conn) {
+	s.drop(c)
+	s.queue(c)
+}
+
+// queue puts c on the pending list (once).
+func (s *shard) queue(c *conn) {
+	if !c.queued {
+		c.queued = true
+		s.pending = append(s.pending, c.idx)
+	}
+}
+
+// drop closes c's socket and gives back its requests in flight.
+func (s *shard) drop(c *conn) {
+	for c.n > 0 {
+		s.giveBack(c.pop())
+	}
+	s.closeFd(c)
+	c.state = cIdle
+	c.head, c.wpos, c.wend = 0, 0, 0
+	c.carry = c.carry[:0]
+}
+
+func (s *shard) closeFd(c *conn) {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
