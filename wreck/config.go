@@ -30,6 +30,7 @@ type Config struct {
 	Timeout   time.Duration // per request (and per connect)
 	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
 	MaxHead   int           // largest response header section accepted (0: 16 KiB)
+	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
 
 	Progress io.Writer       // a progress line each second (nil: none)
 	Stop     <-chan struct{} // closing it ends the run early (nil: never)
@@ -93,6 +94,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
 			}
 		}
+	}
+	if err := c.Native.validate(c); err != nil {
+		return err
 	}
 	host, port, err := net.SplitHostPort(c.Server)
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
