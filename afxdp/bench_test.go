@@ -53,8 +53,8 @@ func startGenerator(b *testing.B, l *lab.Lab, frame []byte) *generator {
 	g.done.Add(1)
 	go func() {
 		defer g.done.Done()
-		runtime.LockOSThread() // never unlocked: the thread's affinity changes
-		pinCPU(0)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		limit := time.Now().Add(2 * time.Minute) // safety bound
 		for i := 0; ; i++ {
 			if i&63 == 0 {
@@ -114,7 +114,6 @@ func startXDPGenerator(b *testing.B, l *lab.Lab, frame []byte) *generator {
 		defer g.done.Done()
 		defer prog.Close()
 		runtime.LockOSThread() // never unlocked: this thread enters the client namespace
-		pinCPU(0)
 		if err := l.ClientNS.Enter(); err != nil {
 			first <- err
 			return
@@ -169,7 +168,7 @@ func benchRig(b *testing.B) (*lab.Lab, *Socket) {
 		if err = p.Attach(l.ServerIf, Native); err != nil {
 			return err
 		}
-		if s, err = Open(Config{Interface: l.ServerIf, Logf: func(string, ...any) {}}); err != nil {
+		if s, err = Open(Config{Interface: l.ServerIf, FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}); err != nil {
 			return err
 		}
 		return p.Register(s)
@@ -186,27 +185,6 @@ func benchRig(b *testing.B) (*lab.Lab, *Socket) {
 		b.Fatal(err)
 	}
 	return l, s
-}
-
-// pinCPU pins the calling (locked) thread to cpu modulo the CPU count: the
-// generator (which also runs the veth NAPI and XDP) on one CPU, the measured
-// loop on the other.
-func pinCPU(cpu int) {
-	var set unix.CPUSet
-	set.Set(cpu % runtime.NumCPU())
-	unix.SchedSetaffinity(0, &set)
-}
-
-// pinBench pins the benchmark goroutine to CPU 1 until the benchmark ends.
-func pinBench(b *testing.B) {
-	runtime.LockOSThread()
-	var old unix.CPUSet
-	unix.SchedGetaffinity(0, &old)
-	pinCPU(1)
-	b.Cleanup(func() {
-		unix.SchedSetaffinity(0, &old)
-		runtime.UnlockOSThread()
-	})
 }
 
 // flood starts the fastest generator the kernel supports.
@@ -228,7 +206,6 @@ func benchFrame(b *testing.B, l *lab.Lab) []byte {
 // the fill ring. ns/op is per frame.
 func BenchmarkRxOnly(b *testing.B) {
 	l, s := benchRig(b)
-	pinBench(b)
 	g := flood(b, l)
 	rx := make([]Desc, 64)
 	deadline := time.Now().Add(time.Minute)
@@ -253,7 +230,6 @@ func BenchmarkRxOnly(b *testing.B) {
 // + completion). ns/op is per reflected frame.
 func BenchmarkReflect(b *testing.B) {
 	l, s := benchRig(b)
-	pinBench(b)
 	g := flood(b, l)
 	rx := make([]Desc, 64)
 	tx := make([]Desc, 64)
@@ -294,6 +270,9 @@ func report(b *testing.B, s *Socket, sent uint64) {
 	}
 	if st.RxBadDesc+st.TxBadDesc+st.KickErrors+st.FreeBad != 0 {
 		b.Errorf("errors in stats: %+v", st)
+	}
+	if testing.Verbose() {
+		b.Logf("sent %d, stats %+v", sent, st)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
 	if sent > 0 {

@@ -17,7 +17,9 @@ import (
 // Output: Output returns the pending bytes as slices that stay valid until
 // Advance passes them. They point into shared prepared responses (hello, static
 // files, Date prefixes) or into the connection's arenas, which are only
-// rewritten after every slice into them has been advanced.
+// rewritten after every slice into them has been advanced. A stack that keeps
+// slices for retransmission advances only what the peer acknowledged, and
+// releases the Conn only once it holds no slice any more.
 type Conn struct {
 	srv     *Server
 	remote  netip.AddrPort
@@ -149,7 +151,8 @@ func (c *Conn) Received(n int, now time.Time) {
 }
 
 // Feed copies p into the input buffer and parses, for stacks that own their own
-// receive buffers; it returns how many bytes it took (fewer under back-pressure).
+// receive buffers; it returns how many bytes it took (fewer under back-pressure:
+// offer the rest again after Advance).
 func (c *Conn) Feed(p []byte, now time.Time) int {
 	c.now = now
 	if c.closing {

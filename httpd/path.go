@@ -44,6 +44,25 @@ func splitTarget(t []byte) (path, query []byte, ok bool) {
 
 var slash = []byte("/")
 
+// needsClean reports whether cleanPath would change or refuse raw: the common
+// path ("/a/b.css") is used as it is, without a copy.
+func needsClean(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '/' {
+		return true
+	}
+	for i, b := range raw {
+		switch b {
+		case '%', '\\', 0:
+			return true
+		case '/':
+			if i+1 < len(raw) && (raw[i+1] == '/' || raw[i+1] == '.') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // cleanPath percent-decodes raw into dst and normalises it: "//" and "."
 // segments are removed; ".." segments, encoded "/" or "\", a raw "\" and NUL
 // (raw or %00) are refused (ok is false, answered 400). The result is what the

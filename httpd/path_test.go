@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -35,6 +36,10 @@ func TestCleanPath(t *testing.T) {
 		got, ok := cleanPath(nil, []byte(tc.raw))
 		if ok != tc.ok || (ok && string(got) != tc.want) {
 			t.Errorf("cleanPath(%q) = %q, %v; want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
+		}
+		// The fast path may skip cleanPath only where it changes nothing.
+		if !needsClean([]byte(tc.raw)) && (!ok || string(got) != tc.raw) {
+			t.Errorf("needsClean(%q) = false, but cleanPath gives %q, %v", tc.raw, got, ok)
 		}
 	}
 }
@@ -90,6 +95,27 @@ func TestSplitTarget(t *testing.T) {
 		p, q, ok := splitTarget([]byte(tc.t))
 		if ok != tc.ok || (ok && (string(p) != tc.path || string(q) != tc.query)) {
 			t.Errorf("splitTarget(%q) = %q %q %v", tc.t, p, q, ok)
+		}
+	}
+}
+
+// TestNeedsCleanProperty: over random paths from a small alphabet, skipping
+// cleanPath is only ever done where it would return the path unchanged.
+func TestNeedsCleanProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "/./%2e5cF0a\\"
+	buf := make([]byte, 0, 16)
+	for range 100000 {
+		buf = append(buf[:0], '/')
+		for range rng.IntN(12) {
+			buf = append(buf, alphabet[rng.IntN(len(alphabet))])
+		}
+		if needsClean(buf) {
+			continue
+		}
+		got, ok := cleanPath(nil, buf)
+		if !ok || string(got) != string(buf) {
+			t.Fatalf("needsClean(%q) = false, cleanPath gives %q, %v", buf, got, ok)
 		}
 	}
 }

@@ -98,11 +98,14 @@ func (c *Conn) serve() {
 		c.fail(400)
 		return
 	}
-	path, ok := cleanPath(c.path, rawPath)
-	c.path = path[:0]
-	if !ok {
-		c.fail(400)
-		return
+	path := rawPath[:len(rawPath):len(rawPath)]
+	if needsClean(rawPath) {
+		path, ok = cleanPath(c.path, rawPath)
+		c.path = path[:0]
+		if !ok {
+			c.fail(400)
+			return
+		}
 	}
 	r := &c.req
 	r.Method, r.Target, r.Path, r.Query = method, target, path, query

@@ -54,6 +54,8 @@ type tcpConn struct {
 	peerFed  bool // PeerClosed called
 	persist  bool // rtxAt is the persist timer
 	woken    bool // queued in layer.woken
+	tlp      bool // rtxAt is the tail loss probe timeout
+	tlpDone  bool // a probe went out since the last new ACK
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
 

@@ -254,8 +254,8 @@ func TestTCPEndToEnd(t *testing.T) {
 				if tc.faults.Corrupt > 0 && n.a.Stats().IPv4BadChecksum+sa.ChecksumDrop+n.b.Stats().IPv4BadChecksum+sb.ChecksumDrop == 0 && n.fa.Stats.TxCorrupted+n.fb.Stats.TxCorrupted > 0 {
 					t.Logf("corruptions %d/%d not caught by a checksum (hit a header field?)", n.fa.Stats.TxCorrupted, n.fb.Stats.TxCorrupted)
 				}
-				t.Logf("server: retrans %d fast %d rto %d | client: ooo %d dup %d csum drops %d retrans %d | faults A %+v B %+v",
-					sa.Retransmits, sa.FastRetransmits, sa.RTOTimeouts, sb.OOOSegs, sb.DupSegs, sb.ChecksumDrop,
+				t.Logf("server: retrans %d fast %d rto %d tlp %d | client: ooo %d (not held %d) dup %d csum drops %d retrans %d | faults A %+v B %+v",
+					sa.Retransmits, sa.FastRetransmits, sa.RTOTimeouts, sa.TailLossProbes, sb.OOOSegs, sb.OOODrop, sb.DupSegs, sb.ChecksumDrop,
 					sb.Retransmits, n.fa.Stats, n.fb.Stats)
 			})
 		}

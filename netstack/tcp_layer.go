@@ -179,6 +179,7 @@ type TCPStats struct {
 	RTOTimeouts      uint64
 	RTOAborts        uint64 // Retries exhausted: RST
 	FastRetransmits  uint64
+	TailLossProbes   uint64 // RFC 8985 probes sent
 	SACKSkipped      uint64 // bytes not retransmitted because SACKed
 	PersistProbes    uint64
 	KeepProbes       uint64
@@ -426,7 +427,12 @@ func (l *tcpLayer) appDeadline(c *tcpConn) {
 		c.appAt = 0
 		return
 	}
-	c.appAt = max(int64(d.Sub(l.epoch)), 1)
+	c.appAt = int64(d.Sub(l.epoch))
+	if c.appAt <= l.now {
+		// A deadline already past that Expire declined: look again
+		// in a millisecond rather than spin in poll.
+		c.appAt = l.now + int64(time.Millisecond)
+	}
 }
 
 // TCPHandle names one connection for calls from outside a segment batch

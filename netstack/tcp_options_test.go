@@ -109,3 +109,25 @@ func TestTCPAppTimerAbort(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// stubbornApp reports a past deadline but never expires (a slow reader
+// still taking output, in httpd's terms): poll must not spin.
+type stubbornApp struct {
+	testApp
+	calls int
+}
+
+func (a *stubbornApp) Deadline() time.Time       { return time.Unix(1, 0) }
+func (a *stubbornApp) Expire(now time.Time) bool { a.calls++; return false }
+
+func TestTCPAppTimerNoSpin(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	app := &stubbornApp{testApp: testApp{room: -1}}
+	c.app, c.appTimer = app, app
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535)})
+	x.advance(10 * time.Millisecond)
+	if app.calls < 1 || app.calls > 11 {
+		t.Fatalf("Expire called %d times in 10 ms", app.calls)
+	}
+}

@@ -271,9 +271,18 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 		}
 		break
 	}
+	if sent && c.rtxAt != 0 && !c.persist && c.sndMax != c.sndUna {
+		// RFC 8985 7.2: (re)start the loss probe timer after sending;
+		// keep a running RTO if no probe applies (RFC 6298 5.1).
+		old := c.rtxAt
+		l.rearmRTO(c)
+		if !c.tlp {
+			c.rtxAt = old
+		}
+	}
 	if !sent && c.sndMax == c.sndUna && c.sndNxt.lt(dataEnd) && c.sndWnd == 0 && c.rtxAt == 0 {
 		// Zero window, nothing in flight: persist timer (RFC 9293 3.8.6.1).
-		c.persist = true
+		c.persist, c.tlp = true, false
 		c.rtxAt = l.now + c.rto
 	}
 	return sent

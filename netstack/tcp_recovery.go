@@ -57,10 +57,11 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		c.cwnd = min(c.cwnd, 1<<30)
 	}
 	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
+	c.tlpDone = false
 	if c.sndUna == c.sndMax {
-		c.rtxAt = 0
+		c.rtxAt, c.tlp = 0, false
 	} else {
-		c.rtxAt = l.now + c.rto
+		l.rearmRTO(c)
 	}
 	c.persist = false
 	if c.appSeq != c.rcvDataEnd() {
@@ -82,12 +83,16 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	// Enter loss recovery on the third duplicate ACK (RFC 5681 3.2), or
 	// earlier when SACK shows more than DupThresh-1 segments above the
 	// hole (RFC 6675 IsLost), which small windows need; before that,
-	// limited transmit (RFC 3042) lets new data out (see sendData).
-	if c.dupAcks < 3 && !(c.sackOK && l.sackedBytes(c) > 2*mss) {
+	// limited transmit (RFC 3042) lets new data out (see sendData). After a
+	// tail loss probe, the SACK it draws is the loss signal (RFC 8985 7.4).
+	if c.dupAcks < 3 && !(c.sackOK && (l.sackedBytes(c) > 2*mss || c.tlpDone)) {
 		return
 	}
 	// RFC 6582 3.2 (2): enter only if the ACK covers more than recover.
-	if !c.sndUna.gt(c.recover) {
+	// With SACK the duplicate ACKs of a loss right at recover are told
+	// apart from those of our own retransmissions (RFC 6675 5: enter
+	// unless already in recovery), so ACK == recover is enough.
+	if !c.sndUna.gt(c.recover) && !(c.sackOK && c.sndUna == c.recover) {
 		return
 	}
 	l.stats.FastRetransmits++

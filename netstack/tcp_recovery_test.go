@@ -240,3 +240,41 @@ func TestTCPLimitedTransmitSACKLoss(t *testing.T) {
 		t.Fatalf("recovery %v stats %+v", c.recovery, x.stats())
 	}
 }
+
+// RFC 8985 tail loss probe: with SACK and an RTT sample, the last segment
+// goes again after max(2*SRTT, 10 ms) instead of waiting for the RTO; the
+// RTO follows if the probe draws nothing.
+func TestTCPTailLossProbe(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	x.l.rttSample(c, int64(30*time.Millisecond)) // SRTT 30 ms, RTO 200 ms
+	d := pattern(3000)
+	app.write(d)
+	x.kick(c)
+	x.recv()
+	x.advance(59 * time.Millisecond)
+	x.expectNothing()
+	x.advance(time.Millisecond)
+	x.expect(seg{TCPFields: fl(PA, 2541, 5001, 32768), data: d[1540:]}) // the last MSS
+	// The probe's SACK shows the first segment lost: it goes again.
+	f := fl(A, 5001, 1001, 65535)
+	f.NSACK, f.SACK[0] = 1, TCPSACKBlock{2461, 4001}
+	x.send(seg{TCPFields: f})
+	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768), data: d[:1460]})
+	x.send(seg{TCPFields: fl(A, 5001, 4001, 65535)})
+	if st := x.stats(); st.TailLossProbes != 1 || st.RTOTimeouts != 0 || st.FastRetransmits != 1 || app.advanced != 3000 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A probe that draws nothing: the RTO follows.
+	app.write("tail")
+	x.kick(c)
+	x.recv()
+	pto := time.Duration(max(2*c.srtt, c.srtt+c.srtt/2+int64(200*time.Millisecond)))
+	if pto >= time.Duration(c.rto) {
+		x.advance(time.Duration(c.rto))
+		x.expect(seg{TCPFields: fl(PA, 4001, 5001, 32768), data: "tail"})
+		return
+	}
+	t.Fatalf("one segment in flight: PTO %v should not beat RTO %v", pto, time.Duration(c.rto))
+}

@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // tcpHeap is a binary min-heap of conns on their deadline; each conn knows
 // its position (heapIdx), so rescheduling is O(log n) and allocates nothing.
 type tcpHeap struct{ h []*tcpConn }
@@ -156,6 +158,8 @@ func (l *tcpLayer) rtxTimer(c *tcpConn) {
 		c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
 		l.stats.Retransmits++
 		l.sendSyn(c, c.state == tcpSynRcvd)
+	case c.tlp:
+		l.probeTimeout(c)
 	case c.persist:
 		// RFC 9293 3.8.6.1 zero-window probe. Like Linux we probe with
 		// an old sequence number and no data, so the peer answers with
@@ -177,6 +181,7 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 		return
 	}
 	l.stats.RTOTimeouts++
+	c.tlp = false
 	if int(c.retries) >= l.cfg.Retries {
 		l.stats.RTOAborts++
 		l.sendReset(c)
@@ -232,8 +237,58 @@ func (l *tcpLayer) keepTimer(c *tcpConn) {
 func (l *tcpLayer) armRTO(c *tcpConn) {
 	if c.rtxAt == 0 || c.persist {
 		c.persist = false
-		c.rtxAt = l.now + c.rto
+		l.rearmRTO(c)
 	}
+}
+
+// rearmRTO (re)starts the retransmission timer: the tail loss probe
+// timeout where it applies (RFC 8985 7.2: SACK, an RTT sample, not in
+// recovery, no probe yet in this episode), else the RTO.
+func (l *tcpLayer) rearmRTO(c *tcpConn) {
+	c.tlp = false
+	switch c.state {
+	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+		if c.sackOK && c.srtt > 0 && !c.tlpDone && !c.recovery && c.retries == 0 {
+			pto := 2 * c.srtt
+			if c.sndMax.diff(c.sndUna) <= uint32(c.mss) {
+				// One segment in flight: its ACK may be delayed
+				// (RFC 8985 7.2, WCDelAckT).
+				pto = max(pto, c.srtt+c.srtt/2+int64(200*time.Millisecond))
+			}
+			pto = max(pto, int64(10*time.Millisecond))
+			if pto < c.rto {
+				c.tlp = true
+				c.rtxAt = l.now + pto
+				return
+			}
+		}
+	}
+	c.rtxAt = l.now + c.rto
+}
+
+// probeTimeout sends the tail loss probe (RFC 8985 7.3): a new segment if
+// the windows allow, else the last segment again, so that a loss at the
+// tail is repaired by the ACK or SACK it draws instead of an RTO.
+func (l *tcpLayer) probeTimeout(c *tcpConn) {
+	c.tlp, c.tlpDone = false, true
+	l.stats.TailLossProbes++
+	bufs, dataEnd, fin := l.sendQueue(c)
+	if c.sndNxt == c.sndMax && c.sndMax.lt(dataEnd) && c.sndMax.lt(c.sndUna.add(c.sndWnd)) {
+		n := min(uint32(c.mss), dataEnd.diff(c.sndMax), c.sndUna.add(c.sndWnd).diff(c.sndMax))
+		l.emitAt(c, c.sndMax, n, bufs, dataEnd, fin)
+	} else {
+		end := dataEnd // the last byte of data, or the FIN
+		if !(c.finSent && c.sndMax.gt(c.finSeq)) && end.gt(c.sndMax) {
+			end = c.sndMax
+		}
+		seq := c.sndUna
+		if end.diff(c.sndUna) > uint32(c.mss) {
+			seq = end - seqnum(c.mss)
+		}
+		l.retransmitAt(c, seq)
+	}
+	c.tlp = false
+	c.rtxAt = l.now + c.rto
 }
 
 // rttSample folds a measurement into SRTT/RTTVAR, RFC 6298 §2.

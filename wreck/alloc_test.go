@@ -65,6 +65,7 @@ func (f *loopFixture) round(tb testing.TB) {
 	}
 	f.s.now = mono()
 	f.s.readable(f.c, false)
+	f.s.runPending()
 }
 
 // The parse-and-issue loop (read, parse, validate, record latency, write the

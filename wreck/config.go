@@ -22,7 +22,7 @@ type Config struct {
 	Conns     int           // connections in total, spread over the shards
 	Duration  time.Duration // stop after this long
 	Reqs      int64         // stop after this many requests complete (0: no cap)
-	Pipeline  int           // requests in flight per connection
+	Pipeline  int           // requests in flight per connection (a batch written at once in closed loop)
 	Path      string        // request target
 	Headers   []string      // extra "Name: value" request headers
 	KeepAlive bool          // false: one connection per request (connection rate)

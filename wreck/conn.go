@@ -22,7 +22,7 @@ type conn struct {
 	fd     int   // -1 without a socket
 	gen    int32 // bumped per socket; epoll events carry it to drop stale ones
 	state  cstate
-	queued bool // on the shard's retry list
+	queued bool // on the shard's pending list
 	outOn  bool // EPOLLOUT is in the socket's epoll interest
 	p      parser
 

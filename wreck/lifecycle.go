@@ -54,16 +54,17 @@ func (s *shard) connected(c *conn) {
 	s.write(c, 1)
 }
 
-// reconnect closes c and queues it to connect again at the top of the loop.
+// reconnect closes c and queues it to connect again after this batch of events.
 func (s *shard) reconnect(c *conn) {
 	s.drop(c)
-	s.queueRetry(c)
+	s.queue(c)
 }
 
-func (s *shard) queueRetry(c *conn) {
+// queue puts c on the pending list (once).
+func (s *shard) queue(c *conn) {
 	if !c.queued {
 		c.queued = true
-		s.retry = append(s.retry, c.idx)
+		s.pending = append(s.pending, c.idx)
 	}
 }
 

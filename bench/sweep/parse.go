@@ -18,7 +18,7 @@ type Sample struct {
 	// Latency in microseconds; a negative value is a percentile the client
 	// does not report (wrk has no p99.9).
 	P50, P90, P99, P999, Max float64
-	CPUPerReq float64 // whole-machine busy CPU-µs per request
+	CPUPerReq                float64 // whole-machine busy CPU-µs per request
 }
 
 // ParseWreck reads the output of `wreck --json`.

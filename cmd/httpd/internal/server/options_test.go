@@ -40,7 +40,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"--cpuset":            {"--cpuset", "3-1"},
 		"--port 70000":        {"--port", "70000"},
 		"--address":           {"--address", "nowhere"},
-		"needs --iface NAME":  {"--network-stack", "native"},
+		"needs --iface":       {"--network-stack", "native"},
 		"--network-stack":     {"--network-stack", "dpdk"},
 		"--max-body":          {"--max-body", "-5"},
 		"--header-timeout":    {"--header-timeout", "0s"},

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// errPoints are a series' points with their min–max, for YErrorBars.
+type errPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// intTicks marks each whole shard count between the axis ends.
+type intTicks struct{}
+
+func (intTicks) Ticks(min, max float64) []plot.Tick {
+	var t []plot.Tick
+	step := math.Max(1, math.Ceil((max-min)/16))
+	for v := math.Ceil(min); v <= max; v += step {
+		t = append(t, plot.Tick{Value: v, Label: strconv.Itoa(int(v))})
+	}
+	return t
+}
+
+// kiloTicks labels requests/s as 120K, 1.5M.
+type kiloTicks struct{ plot.DefaultTicks }
+
+func (k kiloTicks) Ticks(min, max float64) []plot.Tick {
+	t := k.DefaultTicks.Ticks(min, max)
+	for i := range t {
+		if t[i].Label == "" {
+			continue
+		}
+		v := t[i].Value
+		switch {
+		case v >= 1e6:
+			t[i].Label = strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+		case v >= 1e3:
+			t[i].Label = strconv.FormatFloat(v/1e3, 'g', 3, 64) + "K"
+		}
+	}
+	return t
+}
+
+func drawSVG(in input, out string) error {
+	p := plot.New()
+	p.Title.Text = in.Title
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = in.XLabel
+	p.Y.Label.Text = in.YLabel
+	p.X.Tick.Marker = intTicks{}
+	p.Y.Tick.Marker = kiloTicks{}
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	colors := 0
+	colorOf := map[string]int{} // the same server keeps its colour across clients
+	for _, s := range in.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		var e errPoints
+		for _, pt := range s.Points {
+			e.XYs = append(e.XYs, plotter.XY{X: pt.X, Y: pt.Y})
+			e.YErrors = append(e.YErrors, struct{ Low, High float64 }{pt.Y - pt.Lo, pt.Hi - pt.Y})
+		}
+		server := serverOf(s.Name)
+		ci, ok := colorOf[server]
+		if !ok {
+			ci = colors
+			colorOf[server] = ci
+			colors++
+		}
+		line, points, err := plotter.NewLinePoints(e.XYs)
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		line.Color = plotutil.Color(ci)
+		line.Width = vg.Points(1.5)
+		points.Color = plotutil.Color(ci)
+		points.Shape = plotutil.Shape(ci)
+		if s.Dashed {
+			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		bars, err := plotter.NewYErrorBars(e)
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		bars.Color = plotutil.Color(ci)
+		p.Add(line, points, bars)
+		p.Legend.Add(s.Name, line, points)
+		if hi := maxHi(s.Points); hi > p.Y.Max {
+			p.Y.Max = hi
+		}
+	}
+	p.Y.Max *= 1.35 // room for the legend above the lines
+	// Pad the x axis so the first and last shard counts sit off the frame.
+	p.X.Min -= 0.25
+	p.X.Max += 0.25
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Legend.Padding = vg.Points(1)
+	p.Legend.ThumbnailWidth = vg.Points(22)
+	return p.Save(8*vg.Inch, 5*vg.Inch, out)
+}
+
+func serverOf(name string) string {
+	server, _, _ := strings.Cut(name, " · ")
+	return server
+}
+
+func maxHi(pts []struct{ X, Y, Lo, Hi float64 }) float64 {
+	m := 0.0
+	for _, p := range pts {
+		m = math.Max(m, math.Max(p.Hi, p.Y))
+	}
+	return m
+}

@@ -1,0 +1,153 @@
+package sweep
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"percore/lab"
+)
+
+// target is where one shard count's servers run and where their clients
+// come from: a fresh lab (its own veth pair with as many queues as shards,
+// so the client's flows spread over exactly the queues the native shards
+// own), or a real NIC with a remote client.
+type target struct {
+	serverIP   netip.Addr
+	iface      string   // for --network-stack native
+	serverPre  []string // argv prefix that runs a command where the servers live
+	clientPre  []string // argv prefix that runs a client
+	serverCPUs []int
+	clientCPUs []int // local CPUs for the client (lab only; nil on bare metal)
+	threads    int   // client threads: wrk -t, wreck --smp
+	describe   string
+	lab        *lab.Lab
+}
+
+// newLabTarget builds a lab with smp queues. The server end lives in its own
+// namespace with the server address on it, so kernel-stack servers answer
+// there, while the native stack's XDP program takes the frames for its own
+// port before the kernel sees them. Servers take the last smp CPUs and the
+// client the others; at smp == NumCPU they share every CPU.
+func newLabTarget(smp int) (*target, error) {
+	l, err := lab.New(lab.Config{Prefix: "sw", Queues: smp})
+	if err != nil {
+		return nil, fmt.Errorf("build lab with %d queues: %w", smp, err)
+	}
+	if err := lab.AddAddr(l.ServerNS, l.ServerIf, netip.PrefixFrom(l.ServerIP, 24)); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("address the lab's server end: %w", err)
+	}
+	n := runtime.NumCPU()
+	t := &target{
+		serverIP: l.ServerIP, iface: l.ServerIf,
+		serverPre: []string{"ip", "netns", "exec", l.ServerNS.Name},
+		clientPre: []string{"ip", "netns", "exec", l.ClientNS.Name},
+		lab:       l,
+	}
+	t.serverCPUs = seq(n-smp, n-1)
+	t.clientCPUs = seq(0, n-smp-1)
+	if len(t.clientCPUs) == 0 {
+		t.clientCPUs = seq(0, n-1)
+	}
+	t.threads = len(t.clientCPUs)
+	t.describe = l.String()
+	return t, nil
+}
+
+// newIfaceTarget serves on a real NIC; the client machine is reached through
+// cfg.ClientExec. With SetChannels the NIC gets exactly smp combined queues.
+func newIfaceTarget(cfg *Config, smp int) (*target, error) {
+	if cfg.SetChannels {
+		out, err := exec.Command("ethtool", "-L", cfg.Iface, "combined", strconv.Itoa(smp)).CombinedOutput()
+		// ethtool exits 80 when the count is already set.
+		if err != nil && !strings.Contains(string(out), "unmodified") {
+			return nil, fmt.Errorf("ethtool -L %s combined %d: %v: %s", cfg.Iface, smp, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if cfg.IRQAffinity {
+		if err := pinQueueIRQs(cfg.Iface, cfg.ServerCPUs[:smp]); err != nil {
+			return nil, err
+		}
+	}
+	return &target{
+		serverIP: cfg.ServerAddr, iface: cfg.Iface,
+		clientPre: cfg.ClientExec, serverCPUs: cfg.ServerCPUs[:smp],
+		threads:  cfg.ClientThreads,
+		describe: fmt.Sprintf("NIC %s, server %s, client via %q", cfg.Iface, cfg.ServerAddr, strings.Join(cfg.ClientExec, " ")),
+	}, nil
+}
+
+func (t *target) close() error {
+	if t.lab != nil {
+		return t.lab.Close()
+	}
+	return nil
+}
+
+// ready waits until GET / on port answers 200 from the client's side, the
+// process stays up, and ctx allows.
+func (t *target) ready(ctx context.Context, p *proc, port int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("%s exited at start: %s", p.name, p.tail())
+		}
+		if err = t.probe(ctx, port); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s did not answer GET / on %s:%d within %v (%v): %s", p.name, t.serverIP, port, limit, err, p.tail())
+}
+
+// probe makes one GET / from the client side: from inside the client
+// namespace in the lab, with curl on the client machine on bare metal.
+func (t *target) probe(ctx context.Context, port int) error {
+	addr := netip.AddrPortFrom(t.serverIP, uint16(port)).String()
+	if t.lab == nil {
+		argv := append(append([]string{}, t.clientPre...), "curl", "-fsS", "-m", "1", "-o", "/dev/null", "http://"+addr+"/")
+		_, err := runClient(ctx, argv)
+		return err
+	}
+	return t.lab.ClientNS.Do(func() error {
+		c, err := net.DialTimeout("tcp4", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: sweep\r\nConnection: close\r\n\r\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, "HTTP/1.1 200") {
+			return fmt.Errorf("status line %q", strings.TrimSpace(line))
+		}
+		return nil
+	})
+}
+
+// cpuList formats CPUs as a comma list for --cpuset and taskset.
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
