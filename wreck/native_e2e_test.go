@@ -144,10 +144,10 @@ func nativeRun(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int
 
 // checkRun asserts a bounded run completed every request, valid, on both
 // client shards, and that the server accepted connections on both shards.
-func checkRun(t *testing.T, res *Result, srv *nativeServer, acceptedBefore []uint64) {
+func checkRun(t *testing.T, res *Result, want uint64, srv *nativeServer, acceptedBefore []uint64) {
 	t.Helper()
-	if res.Requests != 20000 {
-		t.Errorf("%d requests completed, want 20000", res.Requests)
+	if res.Requests != want {
+		t.Errorf("%d requests completed, want %d", res.Requests, want)
 	}
 	if res.Errors.Total() != 0 || res.Errors.Non2xx != 0 {
 		t.Errorf("errors %+v, want none", res.Errors)
@@ -179,10 +179,18 @@ func TestNativeE2E(t *testing.T) {
 	pair, srv, cpus := newNativeLab(t)
 	t.Run("keepalive", func(t *testing.T) {
 		before := accepted(srv)
-		checkRun(t, nativeRun(t, pair, srv, cpus), srv, before)
+		checkRun(t, nativeRun(t, pair, srv, cpus), 20000, srv, before)
 	})
 	t.Run("pipeline16", func(t *testing.T) {
 		before := accepted(srv)
-		checkRun(t, nativeRun(t, pair, srv, cpus, "--pipeline", "16"), srv, before)
+		checkRun(t, nativeRun(t, pair, srv, cpus, "--pipeline", "16"), 20000, srv, before)
+	})
+	t.Run("oneshot", func(t *testing.T) {
+		before := accepted(srv)
+		res := nativeRun(t, pair, srv, cpus, "--keepalive=false", "--reqs", "2000")
+		checkRun(t, res, 2000, srv, before)
+		if res.Connects != 2000 {
+			t.Errorf("%d connects, want one per request (2000)", res.Connects)
+		}
 	})
 }
