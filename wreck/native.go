@@ -41,7 +41,7 @@ type NativeConfig struct {
 // bindNativeFlags adds the native stack's flags to fs; their values go
 // straight into n (defaults, where a flag is not given, come from validate).
 func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
-	fs.Func("network-stack", "posix (kernel sockets, the default) or native (an AF_XDP queue and userspace TCP per shard)", func(s string) error {
+	fs.Func("network-stack", "network `stack`: posix (kernel sockets, the default) or native (an AF_XDP queue and userspace TCP per shard)", func(s string) error {
 		switch s {
 		case "posix":
 			n.Enabled = false
@@ -56,11 +56,11 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 	ip := func(dst *netip.Addr) func(string) error {
 		return func(s string) (err error) { *dst, err = parseIPv4(s); return err }
 	}
-	fs.Func("host-ipv4-addr", "native: the client's own IPv4 address on --iface (not one the kernel has)", ip(&n.Addr))
+	fs.Func("host-ipv4-addr", "native: the client's own IPv4 `address` on --iface (not one the kernel has)", ip(&n.Addr))
 	fs.Func("netmask-ipv4-addr", "native: netmask of --host-ipv4-addr (default 255.255.255.0)", ip(&n.Netmask))
 	fs.Func("gw-ipv4-addr", "native: IPv4 gateway to an off-link server (default: none)", ip(&n.Gateway))
 	fs.StringVar(&n.Netns, "netns", "", "native: named network namespace of --iface (default: this process's)")
-	fs.Func("xdp-mode", "native: XDP attach mode, native (driver, the default) or generic (skb)", func(s string) (err error) {
+	fs.Func("xdp-mode", "native: XDP attach `mode`, native (driver, the default) or generic (skb)", func(s string) (err error) {
 		n.XDPMode, err = afxdp.ParseAttachMode(s)
 		return err
 	})
@@ -75,11 +75,11 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		n.PortLo, n.PortHi = uint16(a), uint16(b)
 		return nil
 	})
-	fs.Func("rss-key", "native: the client NIC's Toeplitz RSS key in hex, as `ethtool -x` prints it: keep only source ports whose replies hash to the shard's queue", func(s string) (err error) {
+	fs.Func("rss-key", "native: the client NIC's Toeplitz RSS key in `hex`, as ethtool -x prints it: keep only source ports whose replies hash to the shard's queue", func(s string) (err error) {
 		n.RSSKey, err = parseHexKey(s)
 		return err
 	})
-	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table size; entry i -> queue i mod --smp, as `ethtool -X IFACE equal N` (default 128)")
+	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod --smp, as ethtool -X IFACE equal N sets it (default 128)")
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
