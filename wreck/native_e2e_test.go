@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,7 @@ func nativeRun(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Progress = tlog{t}
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -193,4 +195,12 @@ func TestNativeE2E(t *testing.T) {
 			t.Errorf("%d connects, want one per request (2000)", res.Connects)
 		}
 	})
+}
+
+// tlog writes the progress and summary lines into the test log.
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -139,6 +140,11 @@ func runNative(cfg Config) (*Result, error) {
 	end = start + int64(cfg.Duration)
 	close(startCh)
 	progressLoop(&cfg, accts, start, &stop, &done)
+	if cfg.Progress != nil {
+		for _, d := range shards {
+			d.summary(cfg.Progress)
+		}
+	}
 	return result(&cfg, accts, cpus, start), nil
 }
 
@@ -213,6 +219,11 @@ type nshard struct {
 	stack   *netstack.Stack
 	cl      *nclient
 	pfd     [1]unix.PollFd
+
+	// The stack's, TCP's and the socket's counters as the shard stopped.
+	ipStats  netstack.Stats
+	tcpStats netstack.TCPStats
+	xskStats afxdp.Stats
 }
 
 // setup runs on the shard's locked thread: into the namespace, onto its
@@ -304,6 +315,17 @@ func (d *nshard) run(start, end int64) {
 	s.stopped = mono()
 	s.publish()
 	c.shutdown(epoch.Add(time.Duration(mono())))
+	d.ipStats, d.tcpStats = d.stack.Stats(), d.stack.TCPStats()
+	d.xskStats, _ = d.sock.Stats()
+}
+
+// summary writes one line of the shard's native counters: what moved, what
+// TCP had to repair, and what was dropped on the way.
+func (d *nshard) summary(w io.Writer) {
+	ip, t, x := &d.ipStats, &d.tcpStats, &d.xskStats
+	fmt.Fprintf(w, "wreck: native shard %d (queue %d): %d frames in, %d out; tcp %d retransmits, %d RTOs, %d resets in; drops: %d checksum, %d no tx buffer, %d no tx frame, %d xsk rx, %d xsk rx ring full\n",
+		d.id, d.id, ip.RxFrames, ip.TxFrames, t.Retransmits, t.RTOTimeouts, t.ResetsIn,
+		t.ChecksumDrop+ip.IPv4BadChecksum, t.TxNoBuf, ip.TxNoFrame, x.RxDropped, x.RxRingFull)
 }
 
 // close releases the shard's stack and socket (the socket leaves the
