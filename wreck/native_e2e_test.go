@@ -46,7 +46,7 @@ type nativeServer struct {
 	addr    netip.AddrPort
 }
 
-func startNativeServer(t *testing.T, pair *lab.NativePair, cpus []int) *nativeServer {
+func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
 	t.Helper()
 	site, err := httpd.NewSite(httpd.Config{})
 	if err != nil {
@@ -121,7 +121,7 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 	procs := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(procs + len(cpus)) // the server's shards hold Ps while they poll
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	return pair, startNativeServer(t, pair, cpus), cpus
+	return pair, startNativeServer(t, pair.Lab, cpus), cpus
 }
 
 // nativeRun runs native wreck on pair's client end with extra flags.
@@ -203,4 +203,46 @@ type tlog struct{ t *testing.T }
 func (w tlog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestNativeImpaired: one native shard on each end through the lab's
+// impairment bridge (loss, reordering, duplication, seeded): the client's
+// TCP repairs the stream and every response is still valid.
+func TestNativeImpaired(t *testing.T) {
+	requireNative(t)
+	cpus, err := pshard.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := lab.ParseImpair("loss=2%,reorder=5%,duplicate=1%,seed=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := lab.NewImpaired(lab.Config{Prefix: "wi", Queues: 1, ServerRoot: true}, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := im.Close(); err != nil {
+			t.Errorf("remove lab: %v", err)
+		}
+	})
+	t.Log(im.Lab)
+	srv := startNativeServer(t, im.Lab, cpus[:1])
+	args := []string{"--network-stack", "native", "--iface", im.ClientIf, "--netns", im.ClientNS.Name,
+		"--host-ipv4-addr", lab.Host(im.Subnet, 3).String(), "--server", srv.addr.String(),
+		"--smp", "1", "--cpuset", fmt.Sprint(cpus[0]), "--conn", "8", "--reqs", "1500", "--duration", "20s", "--timeout", "10s"}
+	cfg, _, err := ParseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Progress = tlog{t}
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests in %.2fs, errors %+v; bridge %+v", res.Requests, res.Seconds, res.Errors, im.Bridge.Stats())
+	if res.Requests != 1500 || res.Errors.Total() != 0 || res.Errors.Non2xx != 0 {
+		t.Errorf("%d requests, errors %+v, want 1500 and none", res.Requests, res.Errors)
+	}
 }
