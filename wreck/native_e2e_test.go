@@ -246,3 +246,25 @@ func TestNativeImpaired(t *testing.T) {
 		t.Errorf("%d requests, errors %+v, want 1500 and none", res.Requests, res.Errors)
 	}
 }
+
+// TestNativeKernelAddr: the kernel's own address is refused as the native
+// client's, with the fix in the message, before anything is attached.
+func TestNativeKernelAddr(t *testing.T) {
+	requireNative(t)
+	pair, err := lab.NewNativePair(lab.Config{Prefix: "wk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pair.Close() })
+	cfg, _, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ClientIf, "--netns", pair.ClientNS.Name,
+		"--host-ipv4-addr", pair.ClientIP.String(), "--server", netip.AddrPortFrom(pair.ServerIP, 80).String(), "--duration", "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "is the kernel's address") {
+		t.Fatalf("Run with the kernel's address: %v, want a refusal", err)
+	}
+	if _, err := Run(func() Config { c := cfg; c.Native.Iface = "nosuch0"; return c }()); err == nil || !strings.Contains(err.Error(), "no such interface") {
+		t.Fatalf("Run on a missing interface: %v", err)
+	}
+}

@@ -60,6 +60,9 @@ func runNative(cfg Config) (*Result, error) {
 		if len(ifi.HardwareAddr) != 6 {
 			return fmt.Errorf("--iface %s has no Ethernet address: the native stack needs an Ethernet interface", n.Iface)
 		}
+		if err := notKernelAddr(n.Addr); err != nil {
+			return err
+		}
 		if prog, err = afxdp.NewProgram(afxdp.ProgramConfig{IP: n.Addr, MaxQueues: max(64, cfg.SMP), MaxPorts: int(n.PortHi-n.PortLo) + 1}); err != nil {
 			return err
 		}
@@ -180,6 +183,26 @@ func progressLoop(cfg *Config, accts []*shard, start int64, stop *atomic.Bool, d
 			last, lastAt = resp, now
 		}
 	}
+}
+
+// notKernelAddr refuses an address the kernel holds: the XDP program would
+// take its ARP and its TCP on our source ports away from the kernel.
+func notKernelAddr(a netip.Addr) error {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil // nothing to check against
+	}
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, ad := range addrs {
+			if ipn, ok := ad.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && ip.Unmap() == a {
+					return fmt.Errorf("--host-ipv4-addr %s is the kernel's address on %s: give the native client an address no interface holds (in the lab, .3 of the subnet)", a, ifc.Name)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // inNetns runs fn on a fresh locked thread inside ns (netns.None(): the
