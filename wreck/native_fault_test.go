@@ -129,7 +129,7 @@ func TestNativeClientFaults(t *testing.T) {
 			}
 			ep := c.ep
 			p := newFaultPair(t, cfg, 2, &ep)
-			p.runFor(200 * time.Millisecond)
+			p.runFor(60 * time.Millisecond)
 			cnt := &p.acct.cnt
 			if c.class < numErrClasses {
 				if cnt.Errors[c.class] < 2 {
