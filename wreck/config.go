@@ -30,6 +30,7 @@ type Config struct {
 	Timeout   time.Duration // per request (and per connect)
 	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
 	MaxHead   int           // largest response header section accepted (0: 16 KiB)
+	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
 
 	Progress io.Writer       // a progress line each second (nil: none)
 	Stop     <-chan struct{} // closing it ends the run early (nil: never)
@@ -99,8 +100,11 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	if err := c.Native.validate(c); err != nil {
+		return err
+	}
 	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && uint64(c.Conns)+64 > lim.Cur {
+	if !c.Native.Enabled && unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && uint64(c.Conns)+64 > lim.Cur {
 		return fmt.Errorf("--conn %d needs more open files than the limit of %d: raise it (ulimit -n) or lower --conn", c.Conns, lim.Cur)
 	}
 	host, port, err := net.SplitHostPort(c.Server)
