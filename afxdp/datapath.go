@@ -49,7 +49,7 @@ func (s *Socket) Receive(descs []Desc) int {
 // are not inside one chunk. The slice aliases the UMEM; it is valid while the
 // caller owns the frame.
 func (s *Socket) Frame(addr uint64, n int) []byte {
-	if n < 0 || !s.valid(addr, uint32(n)) {
+	if n < 0 || n > int(s.frameSize) || !s.valid(addr, uint32(n)) {
 		return nil
 	}
 	return s.umem[addr : addr+uint64(n) : addr+uint64(n)]

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"math/rand/v2"
 	"testing"
 )
 
@@ -96,7 +97,7 @@ func TestReceiveDropsBadDescriptors(t *testing.T) {
 	if f := s.Frame(got[0].Addr, int(got[0].Len)); len(f) != 100 {
 		t.Fatalf("Frame len %d", len(f))
 	}
-	if s.Frame(got[0].Addr, 1793) != nil || s.Frame(16*2048, 1) != nil || s.Frame(0, -1) != nil {
+	if s.Frame(got[0].Addr, 1793) != nil || s.Frame(16*2048, 1) != nil || s.Frame(0, -1) != nil || s.Frame(0, 1<<32+1) != nil {
 		t.Fatal("Frame returned bytes outside one chunk")
 	}
 	if s.rx.consumer.Load() != 4 {
@@ -216,5 +217,58 @@ func BenchmarkRingCycle(b *testing.B) {
 		s.comp.producer.Store(cp)
 		s.fill.consumer.Store(s.fill.producer.Load())
 		s.Complete()
+	}
+}
+
+// TestRandomDescriptorsNeverPanic throws seeded random descriptors at every
+// entry point: nothing panics, and every descriptor is either accepted (and
+// inside one chunk) or counted.
+func TestRandomDescriptorsNeverPanic(t *testing.T) {
+	s := memSocket(t, 16)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ds := make([]Desc, 8)
+	rx := make([]Desc, 8)
+	for round := 0; round < 2000; round++ {
+		for i := range ds {
+			ds[i] = Desc{Addr: rng.Uint64N(3 * 16 * 2048), Len: uint32(rng.IntN(5000))}
+		}
+		switch round % 4 {
+		case 0:
+			before := s.st.txBadDesc + s.st.txRingFull
+			n := s.Transmit(ds)
+			if uint64(n)+s.st.txBadDesc+s.st.txRingFull-before != uint64(len(ds)) {
+				t.Fatalf("round %d: %d queued, counters moved %d", round, n, s.st.txBadDesc+s.st.txRingFull-before)
+			}
+			for _, d := range kernelTx(s) {
+				if !s.valid(d.Addr, d.Len) || d.Len == 0 {
+					t.Fatalf("invalid descriptor reached the tx ring: %+v", d)
+				}
+			}
+			s.Complete()
+		case 1:
+			kernelRx(s, ds...)
+			n := s.Receive(rx)
+			for _, d := range rx[:n] {
+				if s.Frame(d.Addr, int(d.Len)) == nil {
+					t.Fatalf("received descriptor without a frame: %+v", d)
+				}
+			}
+			s.Release(rx[:n])
+			s.fill.consumer.Store(s.fill.producer.Load())
+		case 2:
+			s.FreeTx(ds)
+			s.Release(ds)
+			s.fill.consumer.Store(s.fill.producer.Load())
+		case 3:
+			for _, d := range ds {
+				s.Frame(d.Addr, int(d.Len)-100)
+			}
+			s.AllocTx(ds)
+			s.Fill(rng.IntN(8))
+			s.fill.consumer.Store(s.fill.producer.Load())
+		}
+		if s.FreeFrames() > 16 {
+			t.Fatalf("free list grew past the UMEM: %d", s.FreeFrames())
+		}
 	}
 }

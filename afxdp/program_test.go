@@ -1,6 +1,8 @@
 package afxdp
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -117,6 +119,37 @@ func TestProgramSteers(t *testing.T) {
 			t.Errorf("%s: action %d, want %d", c.name, act, want)
 		}
 	}
+	// Seeded mutations of good frames agree with a Go model of the rules.
+	rng := rand.New(rand.NewPCG(3, 4))
+	seeds := [][]byte{arpRequest(t, peerIP, ourIP), icmpEcho(t, peerIP, ourIP, 1, 1), tcpSYN(t, peerIP, ourIP, 1, 80), progCases(t)[9].frame}
+	hot := []int{12, 13, 14, 16, 17, 20, 21, 23, 30, 33, 38, 41, 36, 37, 40}
+	vals := []byte{0, 1, 4, 5, 6, 8, 0x45, 0x46, 0x50, 0x06, 0x08, 0x86, 0xdd, 0x20, 0xff, 198, 18}
+	steered := 0
+	for i := 0; i < 3000; i++ {
+		f := append([]byte(nil), seeds[rng.IntN(len(seeds))]...)
+		for k := rng.IntN(3); k > 0; k-- {
+			if o := hot[rng.IntN(len(hot))]; o < len(f) {
+				f[o] = vals[rng.IntN(len(vals))]
+			}
+		}
+		if rng.IntN(4) == 0 {
+			f = f[:14+rng.IntN(len(f)-13)]
+		}
+		act, err := p.Run(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := steerModel(f, ourIP.As4(), 80); (act == xdpRedirect) != want || (act != xdpRedirect && act != xdpPass) {
+			t.Fatalf("frame % x: action %d, model says steer=%v", f, act, want)
+		}
+		if act == xdpRedirect {
+			steered++
+		}
+	}
+	if steered < 300 || steered > 2700 {
+		t.Errorf("mutations steered %d of 3000: the mix does not exercise both outcomes", steered)
+	}
+
 	// Ports are live: remove 80, add 81.
 	if err := p.RemovePort(80); err != nil {
 		t.Fatal(err)
@@ -145,4 +178,31 @@ func TestProgramSteers(t *testing.T) {
 	if act, _ := p.Run(icmpEcho(t, peerIP, otherIP, 1, 1)); act != xdpPass {
 		t.Errorf("after socket close: action %d", act)
 	}
+}
+
+// steerModel is the program's rules written plainly in Go.
+func steerModel(f []byte, ip [4]byte, port uint16) bool {
+	be := binary.BigEndian
+	if len(f) < 14 {
+		return false
+	}
+	switch be.Uint16(f[12:]) {
+	case 0x0806:
+		return len(f) >= 42 && be.Uint16(f[16:]) == 0x0800 && [4]byte(f[38:42]) == ip
+	case 0x0800:
+		if len(f) < 34 || f[14]>>4 != 4 || f[14]&0xf < 5 || [4]byte(f[30:34]) != ip {
+			return false
+		}
+		switch f[23] {
+		case 1:
+			return true
+		case 6:
+			if be.Uint16(f[20:])&0x1fff != 0 {
+				return true
+			}
+			l4 := 14 + int(f[14]&0xf)*4
+			return len(f) >= l4+4 && be.Uint16(f[l4+2:]) == port
+		}
+	}
+	return false
 }
