@@ -106,8 +106,11 @@ func drawSVG(in input, out string) error {
 		line.Width = vg.Points(1.5)
 		points.Color = plotutil.Color(ci)
 		points.Shape = plotutil.Shape(ci)
-		if s.Dashed {
+		switch {
+		case s.Dashed:
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		case s.Dotted:
+			line.Dashes = []vg.Length{vg.Points(1.5), vg.Points(2)}
 		}
 		bars, err := plotter.NewYErrorBars(e)
 		if err != nil {

@@ -85,6 +85,9 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 		c.ServerCPUs = set
 	}
 	c.ClientExec = strings.Fields(clientExec)
+	if c.Iface != "" && clients == strings.Join(AllClients, ",") {
+		c.Clients = []string{"wreck", "wrk"} // the native client needs the client machine's NIC
+	}
 	if c.Iface != "" && !smps.set {
 		c.SMPs = seq(1, len(c.ServerCPUs))
 	}

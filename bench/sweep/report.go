@@ -45,6 +45,10 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("Method: %d interleaved round(s); in each round every server is started fresh (pinned, k shards or workers),\n", cfg.Rounds)
 	p("probed with GET /, warmed up %v with wreck, then driven by each client for %v with %d connections in total\n", cfg.Warmup, cfg.Duration, cfg.Conns)
 	p("(wreck `--json`; wrk `--latency`, pipelining through `bench/wrk-pipeline.lua`). Cells are the median (min–max) over rounds.\n")
+	if slices.Contains(cfg.Clients, "wreck-native") {
+		p("wreck-native is wreck on percore's native stack (AF_XDP on the client end, userspace TCP), one client shard per queue;\n")
+		p("%s.\n", nativeOnlyClient)
+	}
 	p("wreck times every request; wrk has no p99.9, and with pipelining it records one latency per batch of pipelined requests.\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
@@ -53,10 +57,12 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
 	}
 	p("\n")
-	if len(r.Skipped) > 0 {
-		keys := sortedKeys(r.Skipped)
-		for _, k := range keys {
+	if len(r.Skipped)+len(r.SkippedClients) > 0 {
+		for _, k := range sortedKeys(r.Skipped) {
 			p("- skipped %s: %s\n", Labels[k], r.Skipped[k])
+		}
+		for _, k := range sortedKeys(r.SkippedClients) {
+			p("- skipped client %s: %s\n", k, r.SkippedClients[k])
 		}
 		p("\n")
 	}
@@ -73,6 +79,7 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 		r.smpTable(w, pl, "#### Whole-machine CPU-µs per request", func(s Sample) float64 { return s.CPUPerReq })
 		r.latencyTable(w, pl, "wreck", []string{"p50", "p90", "p99", "p99.9", "max"})
 		r.latencyTable(w, pl, "wrk", []string{"p50", "p90", "p99", "max"})
+		r.latencyTable(w, pl, "wreck-native", []string{"p50", "p90", "p99", "p99.9", "max"})
 	}
 	r.seastarTable(w)
 	p("%s\n", EndMark)
@@ -186,9 +193,13 @@ func (r *Results) latencyTable(w io.Writer, pl int, client string, cols []string
 // differs between the two setups.
 func (r *Results) seastarTable(w io.Writer) {
 	pl := r.Config.Pipeline[0]
+	client := "wreck"
+	if r.hasClient("wreck-native") {
+		client = "wreck-native" // the closest to seawreck on Seastar's native stack
+	}
 	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
 	p("### Beside Seastar's published sweep\n\n")
-	p("%s (from DESIGN.md), and percore native driven by wreck, pipeline %d, from this sweep; – where a setup has no figure:\n\n", seastarRef, pl)
+	p("%s (from DESIGN.md), and percore native driven by %s, pipeline %d, from this sweep; – where a setup has no figure:\n\n", seastarRef, client, pl)
 	p("| cores | Seastar req/s | Seastar req/s per core | percore native req/s | percore native req/s per core |\n|---:|---:|---:|---:|---:|\n")
 	cores := slices.Clone(r.Config.SMPs)
 	for _, s := range seastar {
@@ -205,7 +216,7 @@ func (r *Results) seastarTable(w io.Writer) {
 			}
 		}
 		our, ourCore := "–", "–"
-		if s := r.find(Key{"native", "wreck", pl, k}); len(s) > 0 {
+		if s := r.find(Key{"native", client, pl, k}); len(s) > 0 {
 			m := spreadOf(field(s, func(s Sample) float64 { return s.ReqPerSec })).med
 			our, ourCore = formatNum(m), formatNum(m/float64(k))
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"percore/lab"
 )
 
 // Labels are the servers' names in tables and the plot.
@@ -173,6 +175,16 @@ func clientArgv(client string, cfg *Config, b *binaries, t *target, port, pipeli
 		if len(t.clientCPUs) > 0 {
 			argv = append(argv, "--cpuset", cpuList(t.clientCPUs))
 		}
+	case "wreck-native":
+		// wreck on percore's native stack, on the client end's queues with an
+		// address no kernel interface holds (lab.NativePair's .3); it enters
+		// the client namespace itself (--netns). One client shard per queue at
+		// most: the lab has as many queues as server shards.
+		n := min(t.threads, t.queues)
+		argv = []string{b.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
+			"--host-ipv4-addr", lab.Host(t.lab.Subnet, 3).String(), "--netmask-ipv4-addr", "255.255.255.0",
+			"--server", addr, "--smp", strconv.Itoa(n), "--cpuset", cpuList(t.clientCPUs[:n]),
+			"--conn", strconv.Itoa(cfg.Conns), "--pipeline", strconv.Itoa(pipeline), "--duration", secs + "s", "--json"}
 	case "wrk":
 		argv = append(argv, "wrk", "-t", strconv.Itoa(min(t.threads, cfg.Conns)), "-c", strconv.Itoa(cfg.Conns),
 			"-d", secs+"s", "--latency")
