@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // headerList is the repeatable --header flag.
@@ -89,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	quit := make(chan struct{})
 	defer close(quit)

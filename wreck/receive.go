@@ -92,14 +92,7 @@ func (s *shard) complete(c *conn) bool {
 	return true
 }
 
-func (s *shard) record(lat int64) {
-	if lat < histMin {
-		lat = histMin
-	} else if lat > histMax {
-		lat = histMax
-	}
-	s.hist.RecordValue(lat)
-}
+func (s *shard) record(lat int64) { recordNs(s.hist, lat) }
 
 // finish counts a request as done and ends the shard when its budget is.
 func (s *shard) finish() {

@@ -40,7 +40,8 @@ type shard struct {
 	seqOff    int     // offset of the sequence digits in a request; -1 without CheckSeq
 	pending   []int32 // conns to (re)connect or refill after this batch of events
 
-	hist *hdrhistogram.Histogram
+	hist *hdrhistogram.Histogram // latency, ns
+	lag  *hdrhistogram.Histogram // --rate: send time minus intended send time, ns
 	cnt  Counters
 	pub  published
 
@@ -85,6 +86,9 @@ func newShard(id int, cfg *Config, sa unix.Sockaddr, family, conns int, budget i
 		stop:    stop,
 		budget:  budget,
 		rate:    cfg.Rate > 0,
+	}
+	if s.rate {
+		s.lag = newHist()
 	}
 	k := cfg.Pipeline
 	shared := make([]byte, 0, k*len(req))

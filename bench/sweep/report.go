@@ -45,9 +45,14 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("Method: %d interleaved round(s); in each round every server is started fresh (pinned, k shards or workers),\n", cfg.Rounds)
 	p("probed with GET /, warmed up %v with wreck, then driven by each client for %v with %d connections in total\n", cfg.Warmup, cfg.Duration, cfg.Conns)
 	p("(wreck `--json`; wrk `--latency`, pipelining through `bench/wrk-pipeline.lua`). Cells are the median (min–max) over rounds.\n")
+	p("wreck times every request; wrk has no p99.9, and with pipelining it records one latency per batch of pipelined requests.\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
-	p("Servers: %s.\n\n", r.serverList())
+	p("Servers: %s.\n", r.serverList())
+	if r.XDPMode != "" {
+		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
+	}
+	p("\n")
 	if len(r.Skipped) > 0 {
 		keys := sortedKeys(r.Skipped)
 		for _, k := range keys {

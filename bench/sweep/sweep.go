@@ -34,7 +34,8 @@ type Results struct {
 	LoadBefore string            `json:"load_before"`
 	LoadAfter  string            `json:"load_after"`
 	Points     []*Point          `json:"points"`
-	Skipped    map[string]string `json:"skipped"` // server -> why it did not run
+	Skipped    map[string]string `json:"skipped"`  // server -> why it did not run
+	XDPMode    string            `json:"xdp_mode"` // the native stack's bind line for queue 0 (zero-copy or copy)
 	Config     *Config           `json:"config"`
 }
 
@@ -137,6 +138,9 @@ func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t
 		if p, err = startProc(Labels[name], argv, nil); err == nil {
 			defer p.stop(3 * time.Second)
 			if err = t.ready(ctx, p, port, 10*time.Second); err == nil {
+				if name == "native" {
+					res.XDPMode = bindLine(p.logs.String())
+				}
 				return measureServer(ctx, cfg, bins, t, smp, round, name, port, p, res, logf)
 			}
 		}
@@ -242,6 +246,16 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// bindLine finds the AF_XDP socket's "bound in ... mode" log line.
+func bindLine(log string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if i := strings.Index(l, "afxdp: "); i >= 0 && strings.Contains(l, " bound in ") {
+			return strings.TrimSpace(l[i:])
+		}
+	}
+	return ""
 }
 
 func firstLine(s string) string {

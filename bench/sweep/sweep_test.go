@@ -5,14 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"percore/lab"
 )
 
 func needRoot(t *testing.T) {
@@ -242,4 +246,50 @@ func children(t *testing.T) []string {
 		}
 	}
 	return kids
+}
+
+// TestIfaceMode runs the bare-metal path (--iface, --client-exec) on a lab
+// whose server end stands in for the NIC in this namespace and whose client
+// namespace stands in for the client machine: the servers start without a
+// namespace prefix, the client commands and the readiness probe go through
+// the exec prefix, and the report describes the NIC setup.
+func TestIfaceMode(t *testing.T) {
+	needRoot(t)
+	l, err := lab.New(lab.Config{Prefix: "swi", ServerRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := lab.AddAddr(nil, l.ServerIf, netip.PrefixFrom(l.ServerIP, 24)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := quickConfig(t)
+	wreck := filepath.Join(t.TempDir(), "wreck")
+	if out, err := exec.Command("go", "build", "-o", wreck, filepath.Join(cfg.Root, "cmd", "wreck")).CombinedOutput(); err != nil {
+		t.Fatalf("build wreck: %v: %s", err, out)
+	}
+	cfg.Iface, cfg.ServerAddr = l.ServerIf, l.ServerIP
+	cfg.ServerCPUs, cfg.SMPs = []int{runtime.NumCPU() - 1}, []int{1}
+	cfg.ClientExec, cfg.ClientThreads = strings.Fields(l.ClientExec()), 1
+	cfg.ClientWreck, cfg.ClientWrkScript = wreck, filepath.Join(cfg.Root, "bench", "wrk-pipeline.lua")
+	cfg.Servers = []string{"native", "posix"}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, ok := res.Skipped["posix"]; ok {
+		t.Fatalf("posix skipped: %s", why)
+	}
+	// veth has no zero-copy AF_XDP: the report must say copy mode.
+	if _, skipped := res.Skipped["native"]; !skipped && !strings.Contains(res.XDPMode, "bound in copy mode") {
+		t.Errorf("native's bind line %q does not say copy mode", res.XDPMode)
+	}
+	if err := res.WriteFiles(nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(cfg.Out)
+	if !strings.Contains(string(b), "Network: NIC "+l.ServerIf) {
+		t.Errorf("report does not describe the NIC setup:\n%s", b)
+	}
+	checkTables(t, string(b), cfg, res)
 }
