@@ -151,8 +151,6 @@ func (n *NativeConfig) validate(c *Config) error {
 		return errors.New("--iface is required with --network-stack native: name the interface whose queues the shards own")
 	case !n.Addr.Is4():
 		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
-	case c.Rate > 0:
-		return errors.New("--rate is not supported on the native stack yet: drop --rate or use --network-stack posix")
 	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
 	case n.RSSTable < 1:

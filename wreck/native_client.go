@@ -67,9 +67,12 @@ type nconn struct {
 
 	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes
 
-	req       []byte // Pipeline copies of the request
-	una, wend int    // req[una:wend] is sent-but-unacknowledged or unsent
-	outv      [1][]byte
+	// req is a ring of Pipeline request slots; the pend bytes from una on
+	// (wrapping) are unsent or unacknowledged. Requests are appended whole,
+	// so the append point (una+pend) is always at a slot boundary.
+	req       []byte
+	una, pend int
+	outv      [2][]byte
 
 	start, sent []int64 // in-flight ring: latency origin, send time
 	head, n     int
@@ -114,6 +117,34 @@ func newNClient(acct *shard, stack *netstack.Stack, link netstack.Link, dst nets
 	return c
 }
 
+// dispatch puts due requests (--rate) on connections with room, scanning
+// from the cursor (one-shot: idle slots connect with them); a full scan
+// without room marks the shard saturated until a slot frees room, as the
+// kernel mode's dispatch does.
+func (c *nclient) dispatch() {
+	s := c.acct
+	if s.saturated || !s.backlog() {
+		return
+	}
+	for range c.conns {
+		nc := &c.conns[s.cursor]
+		s.cursor++
+		if s.cursor == len(c.conns) {
+			s.cursor = 0
+		}
+		switch {
+		case !c.cfg.KeepAlive && nc.state == cIdle && !nc.live:
+			c.connect(nc)
+		case nc.state == cOpen:
+			c.fill(nc)
+		}
+		if !s.backlog() {
+			return
+		}
+	}
+	s.saturated = true
+}
+
 // begin queues every slot to connect.
 func (c *nclient) begin() {
 	for i := range c.conns {
@@ -134,6 +165,9 @@ func (c *nclient) step(now time.Time) bool {
 		if nc.state == cIdle && !nc.live {
 			c.connect(nc)
 		}
+	}
+	if s.rate {
+		c.dispatch()
 	}
 	st := c.stack.Stats()
 	rx, tx := st.RxFrames, st.TxFrames
@@ -196,6 +230,7 @@ func (c *nclient) connected(nc *nconn) {
 	nc.p.reset()
 	nc.carry = nc.carry[:0]
 	nc.seqWant = nc.seqSent
+	s.saturated = false
 	if c.cfg.KeepAlive {
 		c.fill(nc)
 		return
@@ -213,16 +248,20 @@ func (c *nclient) connectFailed(nc *nconn) {
 	nc.state, nc.wakeAt = cWait, s.now+int64(connBackoff)
 }
 
-// fill writes the next batch of Pipeline requests on an open keep-alive
-// connection once the last batch is answered and acknowledged (closed loop,
-// as the kernel mode does).
+// fill writes requests on an open keep-alive connection: closed loop, the
+// next batch of Pipeline requests once the last batch is answered and
+// acknowledged (as the kernel mode does); open loop (--rate), every due
+// request the connection has room for.
 func (c *nclient) fill(nc *nconn) {
 	s := c.acct
-	if s.finished || nc.state != cOpen || !c.cfg.KeepAlive || nc.n > 0 || nc.una != nc.wend || nc.closing {
+	if s.finished || nc.state != cOpen || !c.cfg.KeepAlive || nc.closing {
+		return
+	}
+	if !s.rate && (nc.n > 0 || nc.pend > 0) {
 		return
 	}
 	k := 0
-	for nc.n < c.cfg.Pipeline {
+	for nc.n < c.cfg.Pipeline && nc.pend+(k+1)*c.reqLen <= len(nc.req) {
 		t, ok := s.take()
 		if !ok {
 			break
@@ -235,35 +274,47 @@ func (c *nclient) fill(nc *nconn) {
 	}
 }
 
-// write queues k prebuilt requests (stamped with sequence numbers if asked)
-// as the connection's output.
+// write appends k prebuilt requests (stamped with sequence numbers if
+// asked) to the connection's output.
 func (c *nclient) write(nc *nconn, k int) {
+	at := (nc.una + nc.pend) % len(nc.req)
 	if c.seqOff >= 0 {
 		for i := range k {
-			stampSeq(nc.req[i*c.reqLen+c.seqOff:], nc.seqSent)
+			stampSeq(nc.req[(at+i*c.reqLen)%len(nc.req)+c.seqOff:], nc.seqSent)
 			nc.seqSent++
 		}
 	}
-	nc.una, nc.wend = 0, k*c.reqLen
+	nc.pend += k * c.reqLen
 	if !c.inStack {
 		c.stack.WakeTCP(nc.h)
 	}
 }
 
-// Output implements netstack.TCPApp: the unacknowledged request bytes.
+// Output implements netstack.TCPApp: the unacknowledged request bytes, in
+// one slice or, wrapping around the ring, two.
 func (nc *nconn) Output() [][]byte {
-	if nc.una == nc.wend {
+	if nc.pend == 0 {
 		return nc.outv[:0]
 	}
-	nc.outv[0] = nc.req[nc.una:nc.wend]
-	return nc.outv[:1]
+	end := nc.una + nc.pend
+	if end <= len(nc.req) {
+		nc.outv[0] = nc.req[nc.una:end]
+		return nc.outv[:1]
+	}
+	nc.outv[0], nc.outv[1] = nc.req[nc.una:], nc.req[:end-len(nc.req)]
+	return nc.outv[:2]
 }
 
 // Advance implements netstack.TCPApp.
 func (nc *nconn) Advance(n int) {
-	nc.una += n
-	if nc.una >= nc.wend {
-		nc.una, nc.wend = 0, 0
+	nc.una = (nc.una + n) % len(nc.req)
+	nc.pend -= n
+	if nc.pend == 0 {
+		nc.una = 0
+	}
+	if nc.cl.acct.rate {
+		nc.cl.acct.saturated = false // room in the ring again
+	} else if nc.pend == 0 {
 		nc.cl.fill(nc) // a batch answered before its last bytes were acknowledged
 	}
 }
@@ -380,7 +431,8 @@ func (c *nclient) complete(nc *nconn) bool {
 		c.closeSlot(nc)
 		return true
 	}
-	if nc.n == 0 {
+	if nc.n == 0 || s.rate {
+		s.saturated = false
 		c.fill(nc)
 	}
 	return true
@@ -475,7 +527,8 @@ func (c *nclient) drop(nc *nconn) {
 		c.acct.giveBack(nc.pop())
 	}
 	nc.state = cIdle
-	nc.head, nc.una, nc.wend = 0, 0, 0
+	c.acct.saturated = false
+	nc.head, nc.una, nc.pend = 0, 0, 0
 	nc.carry = nc.carry[:0]
 	nc.closing, nc.failed = false, false
 }

@@ -187,6 +187,11 @@ func TestNativeE2E(t *testing.T) {
 		before := accepted(srv)
 		checkRun(t, nativeRun(t, pair, srv, cpus, "--pipeline", "16"), 20000, srv, before)
 	})
+	t.Run("rate", func(t *testing.T) {
+		before := accepted(srv)
+		res := nativeRun(t, pair, srv, cpus, "--rate", "20000", "--pipeline", "4", "--reqs", "4000")
+		checkRun(t, res, 4000, srv, before)
+	})
 	t.Run("oneshot", func(t *testing.T) {
 		before := accepted(srv)
 		res := nativeRun(t, pair, srv, cpus, "--keepalive=false", "--reqs", "2000")

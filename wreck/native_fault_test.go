@@ -176,3 +176,27 @@ func bigHead(n int) []byte {
 	}
 	return append(b, "\r\nok"...)
 }
+
+// seqEP echoes X-Wreck-Seq on each response, in order.
+type seqEP struct{}
+
+func (seqEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return &seqApp{} }
+func (seqEP) Release(netstack.TCPApp, time.Time)               {}
+
+type seqApp struct{ faultApp }
+
+func (a *seqApp) Feed(p []byte, now time.Time) int {
+	a.in = append(a.in, p...)
+	for {
+		i := bytes.Index(a.in, []byte("\r\n\r\n"))
+		if i < 0 {
+			return len(p)
+		}
+		j := bytes.Index(a.in[:i], []byte("X-Wreck-Seq: "))
+		seq := a.in[j+13 : j+29]
+		a.out = append(a.out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Wreck-Seq: "...)
+		a.out = append(a.out, seq...)
+		a.out = append(a.out, "\r\n\r\nok"...)
+		a.in = a.in[i+4:]
+	}
+}

@@ -49,7 +49,6 @@ func TestNativeFlags(t *testing.T) {
 		{append([]string{"--network-stack", "dpdk"}, base...), "use posix or native"},
 		{append([]string{"--network-stack", "native", "--host-ipv4-addr", "198.18.0.3"}, base...), "--iface is required"},
 		{append([]string{"--network-stack", "native", "--iface", "veth0"}, base...), "--host-ipv4-addr is required"},
-		{native("--rate", "1000"), "--rate is not supported on the native stack"},
 		{[]string{"--network-stack", "native", "--iface", "veth0", "--host-ipv4-addr", "198.18.0.3", "--server", "example.com:80"}, "needs an IPv4 address and port"},
 		{native("--host-ipv4-addr", "::1"), "want an IPv4 address"},
 		{native("--source-ports", "9-3"), "want a range like"},

@@ -99,11 +99,8 @@ func runNative(cfg Config) (*Result, error) {
 				budget++
 			}
 		}
-		// The kernel mode's shard, for accounting only: its conns stay idle
-		// without sockets (they give the per-shard connection count).
-		accts[i] = &shard{id: i, cfg: &cfg, conns: make([]conn, conns), hist: newHist(), stop: &stop, budget: budget, epfd: -1, tfd: -1}
-		for j := range accts[i].conns {
-			accts[i].conns[j].fd = -1
+		if accts[i], err = newAcct(i, &cfg, conns, budget, &stop); err != nil {
+			return nil, err
 		}
 		shards[i] = &nshard{id: i, cpu: cpus[i%len(cpus)], acct: accts[i], conns: conns}
 	}
@@ -149,6 +146,19 @@ func runNative(cfg Config) (*Result, error) {
 		}
 	}
 	return result(&cfg, accts, cpus, start), nil
+}
+
+// newAcct is the kernel mode's shard, built by its own constructor, for
+// accounting only (counters, histograms, budget, the --rate schedule): its
+// descriptors are closed at once and its conns stay idle without sockets,
+// giving the per-shard connection count.
+func newAcct(id int, cfg *Config, conns int, budget int64, stop *atomic.Bool) (*shard, error) {
+	s, err := newShard(id, cfg, nil, unix.AF_INET, conns, budget, nil, -1, stop)
+	if err != nil {
+		return nil, err
+	}
+	s.close()
+	return s, nil
 }
 
 // progressLoop waits for the shards, printing a line each second and
@@ -331,8 +341,14 @@ func (d *nshard) run(start, end int64) {
 		if !c.next.IsZero() {
 			wait = min(wait, int64(c.next.Sub(epoch)))
 		}
-		if ms := (wait - s.now + int64(time.Millisecond) - 1) / int64(time.Millisecond); ms > 0 {
-			sysPoll(d.pfd[:], int(ms))
+		if s.rate && !s.saturated && s.room() {
+			if s.rqN > 0 {
+				continue // given-back requests wait for a slot: dispatch again
+			}
+			wait = min(wait, s.t0+int64(float64(s.next)*s.iv)) // the next intended send
+		}
+		if wait > s.now {
+			sysPoll(d.pfd[:], wait-s.now)
 		}
 	}
 	s.stopped = mono()
