@@ -49,7 +49,8 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 		p("wreck-native is wreck on percore's native stack (AF_XDP on the client end, userspace TCP), one client shard per queue;\n")
 		p("%s.\n", nativeOnlyClient)
 	}
-	p("wreck times every request; wrk has no p99.9, and with pipelining it records one latency per batch of pipelined requests.\n")
+	p("wreck times every request; wrk has no p99.9, with pipelining it records one latency per batch of pipelined requests,\n")
+	p("and it now and then prints 0.00us for a percentile: latency cells are medians over the rounds that reported one (– if none did).\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
 	p("Servers: %s.\n", r.serverList())
@@ -176,7 +177,20 @@ func (r *Results) latencyTable(w io.Writer, pl int, client string, cols []string
 			}
 			fmt.Fprintf(w, "| %s | %d |", Labels[row[0]], k)
 			for _, c := range cols {
-				fmt.Fprintf(w, " %s |", formatNum(spreadOf(field(s, pick[c])).med))
+				// A latency of 0 or less is one the client did not report
+				// (wrk prints 0.00us for a percentile now and then under
+				// pipelining): the median is over the rounds that have one.
+				var v []float64
+				for _, x := range field(s, pick[c]) {
+					if x > 0 {
+						v = append(v, x)
+					}
+				}
+				if len(v) == 0 {
+					fmt.Fprint(w, " – |")
+					continue
+				}
+				fmt.Fprintf(w, " %s |", formatNum(spreadOf(v).med))
 			}
 			var errs uint64
 			for _, x := range s {
@@ -252,7 +266,13 @@ func Replace(doc, section string) (string, error) {
 	e := strings.Index(doc, EndMark)
 	switch {
 	case b >= 0 && e > b:
-		return doc[:b] + strings.TrimRight(section, "\n") + doc[e+len(EndMark):], nil
+		// Whatever follows the section (hand-written notes, the next
+		// section) stays, one blank line below the end marker.
+		rest := strings.TrimLeft(doc[e+len(EndMark):], "\n")
+		if rest != "" {
+			rest = "\n" + rest
+		}
+		return doc[:b] + strings.TrimRight(section, "\n") + "\n" + rest, nil
 	case b >= 0 || e >= 0:
 		return "", fmt.Errorf("the sweep markers in the document are unpaired or out of order: fix them by hand (%q ... %q)", BeginMark, EndMark)
 	}
