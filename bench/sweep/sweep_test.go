@@ -294,7 +294,7 @@ func TestIfaceMode(t *testing.T) {
 	cfg.ServerCPUs, cfg.SMPs = []int{runtime.NumCPU() - 1}, []int{1}
 	cfg.ClientExec, cfg.ClientThreads = strings.Fields(l.ClientExec()), 1
 	cfg.ClientWreck, cfg.ClientWrkScript = wreck, filepath.Join(cfg.Root, "bench", "wrk-pipeline.lua")
-	cfg.Servers = []string{"native", "posix"}
+	cfg.Servers, cfg.Clients = []string{"native", "posix"}, []string{"wreck", "wrk"}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
