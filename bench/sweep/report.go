@@ -243,9 +243,10 @@ func (r *Results) seastarTable(w io.Writer) {
 	p("  only, one skb per transmitted frame (DESIGN.md: about 250-320 kpps reflected per core); on i40e, ice or mlx5 percore\n")
 	p("  binds zero-copy. Seastar's per-core figure (about 318K req/s, one request and one response frame each) is above\n")
 	p("  what copy mode on veth can carry per core.\n")
-	p("- Client: seawreck ran on separate machines, so no client work landed on the server's cores. Here wreck and wrk run\n")
-	p("  on kernel TCP in the client namespace on the same machine (on the spare CPUs, or sharing them at smp = nproc) and\n")
-	p("  cost about as much CPU per request as the servers: read the CPU-µs/req table as well as req/s.\n")
+	p("- Client: seawreck ran on separate machines, on Seastar's native stack, so no client work landed on the server's\n")
+	p("  cores. Here the clients share the machine (the spare CPUs, or all of them at smp = nproc): wreck and wrk on kernel\n")
+	p("  TCP cost about as much CPU per request as the servers; wreck-native (percore's own stack, AF_XDP copy mode, the\n")
+	p("  closest to seawreck) takes kernel TCP out of the client. Read the CPU-µs/req table as well as req/s.\n")
 	p("- To reproduce Seastar's setup, run `bench/baremetal-sweep.sh` on the dual-Xeon 40GbE target with a second machine\n")
 	p("  as the client, prepared as in [tuning.md](tuning.md).\n\n")
 }
