@@ -11,6 +11,7 @@
 #   bench/wreck-vs-wrk.sh                 # 3 rounds, -c64, 5s
 #   ROUNDS=5 CONNS=128 DUR=10 bench/wreck-vs-wrk.sh
 #   PIPELINE=16 bench/wreck-vs-wrk.sh    # wrk pipelines through a Lua script
+#   BASE=main bench/wreck-vs-wrk.sh       # also wreck as of git revision BASE, as "base"
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -18,6 +19,7 @@ CONNS=${CONNS:-64}
 DUR=${DUR:-5}
 PORT=${PORT:-18090}
 PIPELINE=${PIPELINE:-1}
+BASE=${BASE:-}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 
@@ -39,6 +41,13 @@ for tool in wrk nginx taskset /usr/bin/time go; do
 done
 
 (cd "$root" && go build -o "$tmp/wreck" ./cmd/wreck)
+clients=(wrk wreck)
+if [[ -n $BASE ]]; then
+	mkdir "$tmp/base-src"
+	git -C "$root" archive "$BASE" | tar -x -C "$tmp/base-src"
+	(cd "$tmp/base-src" && go build -o "$tmp/base" ./cmd/wreck)
+	clients+=(base)
+fi
 
 mkdir -p "$tmp/logs"
 cat >"$tmp/nginx.conf" <<CONF
@@ -94,7 +103,7 @@ run() { # tool round -> appends "tool rps machine_us procs_us client_us server_u
 	s0=$(ticks "$nginx_pid")
 	case $tool in
 	wrk) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "$url" >"$out" ;;
-	wreck) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/wreck" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>/dev/null ;;
+	wreck | base) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/$tool" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>/dev/null ;;
 	esac
 	b1=$(busy)
 	s1=$(ticks "$nginx_pid")
@@ -108,17 +117,18 @@ run() { # tool round -> appends "tool rps machine_us procs_us client_us server_u
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
-	run wrk "$r"
-	run wreck "$r"
+	for tool in "${clients[@]}"; do
+		run "$tool" "$r"
+	done
 done
 
 echo
 echo "load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, pipeline $PIPELINE, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
+echo "nginx (1 worker, CPU $SERVER_CPU) <- client on CPU $CLIENT_CPU, $CONNS connections, keep-alive, pipeline $PIPELINE, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)${BASE:+; base: wreck at $(git -C "$root" rev-parse --short "$BASE")}"
 echo
 echo "| client | req/s | machine CPU-us/req | client+server CPU-us/req | client CPU-us/req | server CPU-us/req | client sleeps/req |"
 echo "|---|---|---|---|---|---|---|"
-for tool in wrk wreck; do
+for tool in "${clients[@]}"; do
 	for col in 2 3 4 5 6 7; do
 		awk -v t="$tool" -v c="$col" '$1 == t { print $c }' "$tmp/results" | sort -g |
 			awk -v c="$col" '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; fmt = (c == 2) ? "%.0f (%.0f-%.0f)" : (c == 7) ? "%.3f (%.3f-%.3f)" : "%.2f (%.2f-%.2f)"; printf fmt "\n", m, v[1], v[NR] }' >"$tmp/col$col"
