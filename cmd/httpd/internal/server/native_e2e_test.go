@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -173,13 +174,21 @@ func TestNativeGracefulStop(t *testing.T) {
 		if nt.total("tcp.no_port_rst") > 0 || time.Now().After(deadline) {
 			break
 		}
-		conn, err := nt.dial.DialContext(t.Context(), "tcp", nt.Addr.String())
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		conn, err := nt.dial.DialContext(ctx, "tcp", nt.Addr.String())
+		cancel()
 		if err == nil {
 			conn.Close()
 			t.Fatalf("a new connection was accepted while draining")
 		}
 		if !strings.Contains(err.Error(), "refused") {
-			t.Fatalf("connect while draining: %v, want connection refused (RST)", err)
+			done := false
+			select {
+			case <-nt.Done():
+				done = true
+			default:
+			}
+			t.Fatalf("connect while draining: %v, want connection refused (RST); server exited %v, final %v", err, done, shard.Merge(nt.group.Final()))
 		}
 	}
 	if nt.total("tcp.no_port_rst") == 0 {
