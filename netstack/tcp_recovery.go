@@ -118,6 +118,12 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	l.retransmitAt(c, c.sndUna)
 	c.rtxHigh = c.sndUna.add(mss)
 	c.cwnd = c.ssthresh + 3*mss
+	if c.tlp {
+		// A pending tail loss probe has no place in recovery (RFC
+		// 8985 7.2); the recovery probe, timed from this
+		// retransmission, takes its place.
+		l.rearmRTO(c)
+	}
 }
 
 // lostRetransmit resends SND.UNA's segment when the SACK scoreboard shows
