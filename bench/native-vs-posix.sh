@@ -122,24 +122,39 @@ for i in 0 1 2; do # wait until each answers
 done
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; } # user nice system irq softirq
+# proccpu PID: utime+stime jiffies of PID and its children (nginx workers).
+# For the native httpd this is nearly all the server side's work (its TCP/IP
+# runs in the process); for posix and nginx the kernel's TCP runs partly in
+# softirq outside it, so only the whole-machine column compares all three.
+proccpu() {
+	local total=0 p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$total"
+}
 hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -A rps cpu
+declare -A rps cpu srvcpu
 for r in $(seq "$ROUNDS"); do
 	for i in 0 1 2; do
 		in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d1s "${urls[i]}" >/dev/null # warm up
 		b0=$(busy)
+		p0=$(proccpu "${pids[i]}")
 		out=$(in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "${urls[i]}")
 		b1=$(busy)
+		p1=$(proccpu "${pids[i]}")
 		reqs=$(awk '/requests in/{print $1}' <<<"$out")
 		rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
 		errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
 		[[ -z $errs ]] || echo "native-vs-posix: ${names[i]}: $errs" >&2
 		us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+		sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 		rps[$i]+="$rate "
 		cpu[$i]+="$us "
-		echo "round $r: ${names[i]}: $rate req/s, $us CPU-µs/req" >&2
+		srvcpu[$i]+="$sus "
+		echo "round $r: ${names[i]}: $rate req/s, $us CPU-µs/req, server process $sus" >&2
 	done
 done
 
@@ -148,8 +163,8 @@ echo
 echo "load average before the run: $load0 (other work on the machine inflates CPU-µs/req)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, keep-alive, GET / (5-byte body), $ROUNDS interleaved rounds, medians"
 echo
-echo "| server | req/s | whole-machine CPU-µs/req |"
-echo "|---|---:|---:|"
+echo "| server | req/s | whole-machine CPU-µs/req | server-process CPU-µs/req |"
+echo "|---|---:|---:|---:|"
 for i in 0 1 2; do
-	printf '| %s | %.0f | %s |\n' "${names[i]}" "$(median <<<"${rps[$i]}")" "$(median <<<"${cpu[$i]}")"
+	printf '| %s | %.0f | %s | %s |\n' "${names[i]}" "$(median <<<"${rps[$i]}")" "$(median <<<"${cpu[$i]}")" "$(median <<<"${srvcpu[$i]}")"
 done

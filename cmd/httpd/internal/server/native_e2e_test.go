@@ -214,3 +214,30 @@ func TestNativeGracefulStop(t *testing.T) {
 		t.Fatalf("final: forced %d open %d, want a clean drain", f.Get("native.forced"), f.Get("native.open"))
 	}
 }
+
+// TestNativeSleepsAndPollMode checks that an idle native shard blocks in
+// epoll_wait and that frames wake it through the AF_XDP socket's fd, and
+// that --poll-mode never sleeps.
+func TestNativeSleepsAndPollMode(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("poll-mode %v", poll), func(t *testing.T) {
+			nt := startNativeTest(t, 1, nil, "", func(o *Options) { o.PollMode = poll })
+			for i := 0; i < 5; i++ {
+				if code, _, _ := get(t, nt.client, fmt.Sprintf("%s/f%d.txt", nt.url, i)); code != 200 {
+					t.Fatalf("GET: %d", code)
+				}
+				time.Sleep(20 * time.Millisecond) // let the shard go idle between requests
+			}
+			m := shard.Merge(nt.Stats())
+			if poll {
+				if m.Loop.Sleeps != 0 {
+					t.Fatalf("--poll-mode: %d sleeps", m.Loop.Sleeps)
+				}
+				return
+			}
+			if m.Loop.Sleeps == 0 || m.Get("native.wakeups") == 0 {
+				t.Fatalf("idle shard: %d sleeps, %d socket wakeups; want both > 0", m.Loop.Sleeps, m.Get("native.wakeups"))
+			}
+		})
+	}
+}
