@@ -208,8 +208,13 @@ func (f *TCPFields) HeaderLen() int {
 
 // Encode writes the header with options into b (at least f.HeaderLen() bytes)
 // with a zero checksum and returns the header length. Options use the layouts
-// Linux sends, so that captures compare easily.
+// Linux sends, so that captures compare easily. SACK blocks that would take
+// the header past 60 bytes are dropped from f first.
 func (f *TCPFields) Encode(b []byte) int {
+	f.NSACK = min(max(f.NSACK, 0), len(f.SACK))
+	for f.NSACK > 0 && f.HeaderLen() > TCPMaxHeaderLen {
+		f.NSACK--
+	}
 	hl := f.HeaderLen()
 	_ = b[hl-1]
 	binary.BigEndian.PutUint16(b[tcpSrcPort:], f.SrcPort)

@@ -49,6 +49,9 @@ func TestTCPPassiveClose(t *testing.T) {
 	// Data after the FIN: "Ignore the segment text."
 	x.send(seg{TCPFields: fl(A, 5006, 1001, 65535), data: "more"})
 	x.expectNothing()
+	if st := x.stats(); st.AfterFinDrop != 1 || app.received() != "last" {
+		t.Fatalf("stats %+v", st)
+	}
 	app.closing = true
 	x.kick(c)
 	x.expect(seg{TCPFields: fl(FA, 1001, 5006, 32763)})

@@ -99,6 +99,7 @@ type tcpConn struct {
 	// Timers: absolute ns on the layer clock, 0 when off; deadline is the
 	// earliest, the key of the timer heap.
 	rtxAt, ackAt, kaAt, appAt, deadline int64
+	oowAckAt                            int64 // last ACK for an unacceptable segment without data
 
 	app      TCPApp
 	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one

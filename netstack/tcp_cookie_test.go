@@ -201,3 +201,29 @@ func TestTCPWake(t *testing.T) {
 	x.advance(0)
 	x.expectNothing()
 }
+
+// Simultaneous open (RFC 9293 3.5 figure 7): SYN-SENT + SYN -> SYN-RECEIVED
+// with our SYN-ACK; the peer's ACK of it -> ESTABLISHED, without Accept.
+func TestTCPSimultaneousOpen(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	app := newTestApp()
+	if _, err := x.l.connect(x.now, tRemote, 8080, app, x.ep); err != nil {
+		t.Fatal(err)
+	}
+	x.advance(0)
+	x.recv()
+	x.key = tcpKey{raddr: ip4(tRemote), laddr: ip4(tLocal), rport: 8080, lport: 32768}
+	c := x.conn()
+	iss := uint32(c.iss)
+	syn := TCPFields{SrcPort: 8080, DstPort: 32768, Flags: S, Seq: 300, Window: 4000, MSS: 1460}
+	x.sendFrom(tRemote, 8080, seg{TCPFields: syn})
+	x.state(tcpSynRcvd)
+	w := fl(SA, iss, 301, 32768)
+	w.SrcPort, w.DstPort, w.MSS = 32768, 8080, 1460
+	x.expect(seg{TCPFields: w})
+	x.sendFrom(tRemote, 8080, seg{TCPFields: TCPFields{SrcPort: 8080, DstPort: 32768, Flags: A, Seq: 301, Ack: iss + 1, Window: 4000}})
+	x.state(tcpEstablished)
+	if len(x.ep.apps) != 0 {
+		t.Fatal("an active open must not call Accept")
+	}
+}

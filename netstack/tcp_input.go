@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // The TCP state machine: RFC 9293 §3.10.7 "SEGMENT ARRIVES", as one function
 // per step, in the RFC's order, with the RFC's words on each arm.
 
@@ -74,7 +76,7 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 	// TS.Recent is a duplicate from an old window; ACK and drop it.
 	if c.tsOK && f.HasTimestamp && flags&TCPFlagRST == 0 && seqnum(f.TSVal).lt(seqnum(c.tsRecent)) {
 		l.stats.PAWSDrop++
-		l.sendAck(c)
+		l.oowAck(c, segLen)
 		return
 	}
 
@@ -128,7 +130,7 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 			} else {
 				l.stats.OutOfWindow++
 			}
-			l.sendAck(c)
+			l.oowAck(c, segLen)
 			return
 		}
 	}
@@ -190,7 +192,11 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 		case tcpEstablished, tcpFinWait1, tcpFinWait2:
 			if !c.finPend || seq.lt(c.rcvFin) {
 				l.receive(c, seq, payload)
+			} else {
+				l.stats.AfterFinDrop++
 			}
+		default:
+			l.stats.AfterFinDrop++
 		}
 	}
 
@@ -338,3 +344,20 @@ func (l *tcpLayer) finArrived(c *tcpConn, fin seqnum) {
 		l.enterTimeWait(c)
 	}
 }
+
+// oowAck answers an unacceptable segment with an ACK, except that ACKs for
+// segments without data are sent at most every 500 ms per connection: two
+// ends that disagree on the window would otherwise ACK each other forever
+// (Linux's tcp_invalid_ratelimit, RFC 5961 §7 in spirit).
+func (l *tcpLayer) oowAck(c *tcpConn, segLen uint32) {
+	if segLen == 0 && c.oowAckAt != 0 && l.now-c.oowAckAt < tcpOOWAckInterval {
+		l.stats.OOWAckLimit++
+		return
+	}
+	if segLen == 0 {
+		c.oowAckAt = l.now
+	}
+	l.sendAck(c)
+}
+
+const tcpOOWAckInterval = int64(500 * time.Millisecond)

@@ -32,8 +32,9 @@ type TCPApp interface {
 // TCPAppTimer is optional for a TCPApp: an app with timeouts of its own
 // (httpd's header and idle timeouts; httpd.Conn has these methods). TCP reads
 // Deadline after each segment batch it handles for the connection and calls
-// Expire once it has passed; an app that expired reports Closing, and TCP
-// sends its FIN after the remaining output.
+// Expire once it has passed. An app that expired reports Closing and has
+// dropped its output (httpd's contract): TCP sends FIN when nothing was in
+// flight, and aborts with RST otherwise.
 type TCPAppTimer interface {
 	Deadline() time.Time
 	Expire(now time.Time) bool
@@ -66,7 +67,7 @@ type tcpSink interface {
 // TCPConfig sets up one shard's TCP layer. Zero fields take the defaults noted.
 type TCPConfig struct {
 	Addr       IPv4Addr // our IPv4 address (source of active opens)
-	MaxConns   int      // connections in all states; default 4096. SYNs beyond it are dropped and counted
+	MaxConns   int      // connections in all states; default 4096. Beyond it the oldest TIME-WAIT is recycled, else the SYN is dropped and counted
 	SynBacklog int      // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
 	MSS        uint16   // MSS we announce (MTU-40); default 1460
 	RcvBuf     int      // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
@@ -164,6 +165,7 @@ type TCPStats struct {
 	OutOfWindow    uint64 // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
 	ChallengeACKs  uint64 // RFC 5961 challenge ACKs sent
 	ChallengeLimit uint64 // challenge ACKs suppressed by the rate limit
+	OOWAckLimit    uint64 // ACKs for unacceptable segments without data suppressed (500 ms per connection)
 	AckTooNew      uint64 // ACK for data not sent: ACK back, drop
 	AckTooOld      uint64 // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
 	ResetsIn       uint64 // acceptable RSTs that closed a connection
@@ -171,10 +173,11 @@ type TCPStats struct {
 	PAWSDrop       uint64 // RFC 7323 PAWS rejected
 	NoAckDrop      uint64 // segment without ACK in a synchronized state
 
-	OOOSegs     uint64 // out-of-order segments queued
-	OOODrop     uint64 // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty uint64 // bytes refused because the buffer pool was empty
-	DupSegs     uint64 // segments entirely duplicate
+	OOOSegs      uint64 // out-of-order segments queued
+	OOODrop      uint64 // out-of-order segments not queued (range table or buffer pool full)
+	RcvBufEmpty  uint64 // bytes refused because the buffer pool was empty
+	DupSegs      uint64 // segments entirely duplicate
+	AfterFinDrop uint64 // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
 	RTOTimeouts      uint64
 	RTOAborts        uint64 // Retries exhausted: RST

@@ -151,3 +151,24 @@ func TestTCPPAWS(t *testing.T) {
 		t.Fatalf("app %q ts.recent %d", app.received(), c.tsRecent)
 	}
 }
+
+// Pure ACKs outside the window get at most one ACK per 500 ms (no ACK
+// loops); segments with data are always answered.
+func TestTCPOutOfWindowAckLimit(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	x.establish()
+	ack := seg{TCPFields: fl(A, 5001+40000, 1001, 65535)}
+	x.send(ack)
+	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768)})
+	x.send(ack)
+	x.send(ack)
+	x.expectNothing()
+	x.send(seg{TCPFields: fl(A, 5001+40000, 1001, 65535), data: "d"})
+	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768)})
+	x.advance(500 * time.Millisecond)
+	x.send(ack)
+	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768)})
+	if st := x.stats(); st.OOWAckLimit != 2 || st.OutOfWindow != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+}

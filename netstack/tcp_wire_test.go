@@ -173,3 +173,13 @@ func TestTCPGopacketCrossCheck(t *testing.T) {
 		}
 	}
 }
+
+// Encode never writes a header longer than the data offset can say.
+func TestTCPEncodeSACKLimit(t *testing.T) {
+	f := TCPFields{Flags: TCPFlagACK, MSS: 1460, HasWScale: true, SACKPermitted: true, HasTimestamp: true, NSACK: 4}
+	b := make([]byte, 80)
+	hl := f.Encode(b)
+	if hl > TCPMaxHeaderLen || TCP(b[:hl]).HeaderLen() != hl || f.NSACK != 2 {
+		t.Fatalf("header %d bytes, data offset says %d, %d SACK blocks", hl, TCP(b[:hl]).HeaderLen(), f.NSACK)
+	}
+}

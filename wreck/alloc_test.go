@@ -18,10 +18,10 @@ type loopFixture struct {
 	drain []byte
 }
 
-func newLoopFixture(tb testing.TB, pipeline int, checkSeq bool) *loopFixture {
+func newLoopFixture(tb testing.TB, pipeline int, checkSeq bool, rate float64) *loopFixture {
 	tb.Helper()
 	cfg := DefaultConfig()
-	cfg.Server, cfg.Pipeline, cfg.CheckSeq = "test:1", pipeline, checkSeq
+	cfg.Server, cfg.Pipeline, cfg.CheckSeq, cfg.Rate = "test:1", pipeline, checkSeq, rate
 	req, seqOff := buildRequest(&cfg, checkSeq)
 	var stop atomic.Bool
 	s, err := newShard(0, &cfg, nil, unix.AF_UNIX, 1, -1, req, seqOff, &stop)
@@ -74,8 +74,9 @@ func TestLoopNoAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		pipeline int
 		seq      bool
-	}{{1, false}, {16, false}, {8, true}} {
-		f := newLoopFixture(t, tc.pipeline, tc.seq)
+		rate     float64 // open loop so fast that every request is due at once
+	}{{1, false, 0}, {16, false, 0}, {8, true, 0}, {4, false, 1e12}} {
+		f := newLoopFixture(t, tc.pipeline, tc.seq, tc.rate)
 		f.round(t) // warm up
 		allocs := testing.AllocsPerRun(200, func() { f.round(t) })
 		if allocs != 0 {
@@ -91,7 +92,7 @@ func TestLoopNoAllocs(t *testing.T) {
 func BenchmarkLoop(b *testing.B) {
 	for _, pipeline := range []int{1, 16} {
 		b.Run(map[int]string{1: "pipeline1", 16: "pipeline16"}[pipeline], func(b *testing.B) {
-			f := newLoopFixture(b, pipeline, false)
+			f := newLoopFixture(b, pipeline, false, 0)
 			b.ReportAllocs()
 			for b.Loop() {
 				f.round(b)

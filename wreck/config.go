@@ -30,6 +30,7 @@ type Config struct {
 	Timeout   time.Duration // per request (and per connect)
 	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
 	MaxHead   int           // largest response header section accepted (0: 16 KiB)
+	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
 
 	Progress io.Writer       // a progress line each second (nil: none)
 	Stop     <-chan struct{} // closing it ends the run early (nil: never)
@@ -48,6 +49,9 @@ func DefaultConfig() Config {
 	}
 }
 
+// maxConns bounds --conn (each slot holds buffers and rings for the whole run).
+const maxConns = 1 << 20
+
 // seqHeader is the request and response header that carries the sequence number
 // when Config.CheckSeq is set: 16 lower-case hex digits, echoed by the server.
 const seqHeader = "x-wreck-seq"
@@ -59,6 +63,8 @@ func (c *Config) validate() error {
 		return errors.New("--server is required: give the server as host:port")
 	case c.SMP < 1:
 		return fmt.Errorf("--smp %d: need at least 1 shard", c.SMP)
+	case c.Conns > maxConns:
+		return fmt.Errorf("--conn %d: at most %d", c.Conns, maxConns)
 	case c.Conns < c.SMP:
 		return fmt.Errorf("--conn %d is less than --smp %d: each shard needs a connection; raise --conn or lower --smp", c.Conns, c.SMP)
 	case c.Duration <= 0:
@@ -93,6 +99,13 @@ func (c *Config) validate() error {
 				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
 			}
 		}
+	}
+	if err := c.Native.validate(c); err != nil {
+		return err
+	}
+	var lim unix.Rlimit
+	if !c.Native.Enabled && unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && uint64(c.Conns)+64 > lim.Cur {
+		return fmt.Errorf("--conn %d needs more open files than the limit of %d: raise it (ulimit -n) or lower --conn", c.Conns, lim.Cur)
 	}
 	host, port, err := net.SplitHostPort(c.Server)
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // headerList is the repeatable --header flag.
@@ -35,6 +36,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.BoolVar(&cfg.CheckSeq, "check-seq", false, "send X-Wreck-Seq and require the server to echo it, in order")
 	fs.IntVar(&cfg.MaxHead, "max-head", defaultMaxHead, "largest response header section accepted, bytes")
 	fs.BoolVar(jsonOut, "json", false, "print the result as JSON on stdout")
+	bindNativeFlags(fs, &cfg.Native)
 	return fs
 }
 
@@ -52,6 +54,9 @@ func ParseFlags(args []string) (cfg Config, jsonOut bool, err error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, false, fmt.Errorf("unexpected argument %q: all options are flags (see wreck -h)", fs.Arg(0))
+	}
+	if err = cfg.Native.checkFlags(fs); err != nil {
+		return cfg, false, err
 	}
 	if cpuset != "" {
 		if cfg.CPUSet, err = ParseCPUSet(cpuset); err != nil {
@@ -85,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	quit := make(chan struct{})
 	defer close(quit)

@@ -16,22 +16,22 @@ func (s *shard) take() (int64, bool) {
 		s.issued++
 		return s.now, true
 	}
+	var t int64
 	if s.rqN > 0 {
-		t := s.requeue[s.rqHead]
+		t = s.requeue[s.rqHead]
 		s.rqHead++
 		if s.rqHead == len(s.requeue) {
 			s.rqHead = 0
 		}
 		s.rqN--
-		s.issued++
-		return t, true
+	} else {
+		if t = s.t0 + int64(float64(s.next)*s.iv); t > s.now {
+			return 0, false
+		}
+		s.next++
 	}
-	t := s.t0 + int64(float64(s.next)*s.iv)
-	if t > s.now {
-		return 0, false
-	}
-	s.next++
 	s.issued++
+	recordNs(s.lag, s.now-t) // how late the client itself is: part of the latency
 	return t, true
 }
 

@@ -93,12 +93,9 @@ func (s *shard) complete(c *conn) bool {
 }
 
 func (s *shard) record(lat int64) {
-	if lat < histMin {
-		lat = histMin
-	} else if lat > histMax {
-		lat = histMax
-	}
-	s.hist.RecordValue(lat)
+	recordNs(s.hist, lat)
+	s.latSum += lat
+	s.latN++
 }
 
 // finish counts a request as done and ends the shard when its budget is.

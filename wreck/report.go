@@ -25,6 +25,7 @@ type Result struct {
 	Connects    uint64        `json:"connects"`
 	Errors      ErrorCounts   `json:"errors"`
 	Latency     Latency       `json:"latency_us"`
+	SendLag     *Latency      `json:"send_lag_us,omitempty"` // --rate: how late requests left against their intended time
 	Shards      []ShardResult `json:"shards"`
 }
 
@@ -96,10 +97,17 @@ func result(cfg *Config, shards []*shard, cpus []int, start int64) *Result {
 	}
 	var total Counters
 	hist := newHist()
+	var lag *hdrhistogram.Histogram
+	if cfg.Rate > 0 {
+		lag = newHist()
+	}
 	var stopped int64
 	for i, s := range shards {
 		total.add(&s.cnt)
 		hist.Merge(s.hist)
+		if lag != nil {
+			lag.Merge(s.lag)
+		}
 		stopped = max(stopped, s.stopped)
 		secs := float64(s.stopped-start) / 1e9
 		sr := ShardResult{
@@ -119,6 +127,10 @@ func result(cfg *Config, shards []*shard, cpus []int, start int64) *Result {
 	}
 	r.Errors = errorCounts(&total)
 	r.Latency = latency(hist)
+	if lag != nil {
+		l := latency(lag)
+		r.SendLag = &l
+	}
 	return r
 }
 
@@ -144,6 +156,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	l := r.Latency
 	fmt.Fprintf(w, "  latency us  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 		l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
+	if r.SendLag != nil {
+		l := r.SendLag
+		fmt.Fprintf(w, "  send lag us  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (sent after the intended time: the client's own delay, inside latency)\n",
+			l.P50, l.P90, l.P99, l.Max)
+	}
 	for i, s := range r.Shards {
 		fmt.Fprintf(w, "  shard %d (cpu %d, %d conns): %d requests, %.0f req/s, %d errors\n",
 			i, s.CPU, s.Conns, s.Requests, s.ReqPerSec, s.Errors.Total())

@@ -18,6 +18,9 @@ func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Native.Enabled {
+		return runNative(cfg)
+	}
 	sa, family, err := resolve(cfg.Server)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ func TestRunExactRequests(t *testing.T) {
 		cfg := testConfig(srv.addr())
 		cfg.SMP, cfg.Conns, cfg.Reqs = 2, 5, 1001
 		r := mustRun(t, cfg)
+		if r.SendLag != nil {
+			t.Fatalf("closed loop reports a send lag: %+v", r.SendLag)
+		}
 		if r.Requests != 1001 || srv.reqs.Load() != 1001 {
 			t.Fatalf("chunked %v: wreck counted %d, server read %d, want 1001", chunked, r.Requests, srv.reqs.Load())
 		}
@@ -265,6 +268,12 @@ func TestRunRateLatencyFromIntendedTime(t *testing.T) {
 	if r.Latency.Max < lastUS*0.999 {
 		t.Fatalf("max %.0fus, want at least %.0fus: latency not taken from the intended send time", r.Latency.Max, lastUS)
 	}
+	// The last request could leave only after 19 replies (19 delays) and was
+	// intended at 190ms: the client reports itself at least that late.
+	lagUS := float64((19*delay - 190*time.Millisecond).Microseconds())
+	if r.SendLag == nil || r.SendLag.Max < lagUS*0.999 {
+		t.Fatalf("send lag %+v, want a max of at least %.0fus", r.SendLag, lagUS)
+	}
 }
 
 func TestMainJSON(t *testing.T) {
@@ -310,6 +319,7 @@ func TestMainBadFlags(t *testing.T) {
 		{"--server", "no-port"},
 		{"--server", "127.0.0.1:99999"},
 		{"--server", "x:1", "--cpuset", "1023"},
+		{"--server", "x:1", "--conn", "100000000"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(args, &out, &errOut)
@@ -325,7 +335,7 @@ func TestRunBadServer(t *testing.T) {
 	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Fatalf("err %v, want a host:port error", err)
 	}
-	cfg = testConfig("no-such-host.invalid:80")
+	cfg = testConfig("bad..host:80") // not a domain name: fails without asking DNS
 	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "resolve") {
 		t.Fatalf("err %v, want a resolve error", err)
 	}

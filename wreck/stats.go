@@ -68,3 +68,8 @@ const (
 func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(histMin, histMax, histDigits)
 }
+
+// recordNs records v nanoseconds, clamped to the histogram's range.
+func recordNs(h *hdrhistogram.Histogram, v int64) {
+	h.RecordValue(min(max(v, histMin), histMax))
+}

@@ -37,6 +37,12 @@ func sysEpollWait(epfd int, ev []unix.EpollEvent, msec int) (int, error) {
 	return int(n), nil
 }
 
+// sysNanosleep sleeps ns nanoseconds, raw for the same reason.
+func sysNanosleep(ns int64) {
+	ts := unix.NsecToTimespec(ns)
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
 // ownSockaddr copies sa: unix.Connect encodes a Sockaddr into a buffer inside
 // it, so shards must not share one.
 func ownSockaddr(sa unix.Sockaddr) unix.Sockaddr {

@@ -25,8 +25,10 @@ type target struct {
 	serverPre  []string // argv prefix that runs a command where the servers live
 	clientPre  []string // argv prefix that runs a client
 	serverCPUs []int
-	clientCPUs []int // local CPUs for the client (lab only; nil on bare metal)
-	threads    int   // client threads: wrk -t, wreck --smp
+	clientCPUs []int  // local CPUs for the client (lab only; nil on bare metal)
+	threads    int    // client threads: wrk -t, wreck --smp
+	wreck      string // wreck's path where the client runs
+	queues     int    // lab queues on each end (lab only)
 	describe   string
 	lab        *lab.Lab
 }
@@ -50,7 +52,7 @@ func newLabTarget(smp int) (*target, error) {
 		serverIP: l.ServerIP, iface: l.ServerIf,
 		serverPre: []string{"ip", "netns", "exec", l.ServerNS.Name},
 		clientPre: []string{"ip", "netns", "exec", l.ClientNS.Name},
-		lab:       l,
+		lab:       l, queues: smp,
 	}
 	t.serverCPUs = seq(n-smp, n-1)
 	t.clientCPUs = seq(0, n-smp-1)
@@ -80,7 +82,7 @@ func newIfaceTarget(cfg *Config, smp int) (*target, error) {
 	return &target{
 		serverIP: cfg.ServerAddr, iface: cfg.Iface,
 		clientPre: cfg.ClientExec, serverCPUs: cfg.ServerCPUs[:smp],
-		threads:  cfg.ClientThreads,
+		threads: cfg.ClientThreads, wreck: cfg.ClientWreck,
 		describe: fmt.Sprintf("NIC %s, server %s, client via %q", cfg.Iface, cfg.ServerAddr, strings.Join(cfg.ClientExec, " ")),
 	}, nil
 }
@@ -114,12 +116,20 @@ func (t *target) ready(ctx context.Context, p *proc, port int, limit time.Durati
 }
 
 // probe makes one GET / from the client side: from inside the client
-// namespace in the lab, with curl on the client machine on bare metal.
+// namespace in the lab, with one wreck request on the client machine on bare
+// metal (so that machine needs nothing but wreck and wrk).
 func (t *target) probe(ctx context.Context, port int) error {
 	addr := netip.AddrPortFrom(t.serverIP, uint16(port)).String()
 	if t.lab == nil {
-		argv := append(append([]string{}, t.clientPre...), "curl", "-fsS", "-m", "1", "-o", "/dev/null", "http://"+addr+"/")
-		_, err := runClient(ctx, argv)
+		argv := append(append([]string{}, t.clientPre...), t.wreck, "--server", addr, "--conn", "1", "--reqs", "1", "--duration", "2s", "--json")
+		out, err := runClient(ctx, argv)
+		if err != nil {
+			return err
+		}
+		s, err := ParseWreck(out)
+		if err == nil && (s.Requests == 0 || s.Errors > 0) {
+			err = fmt.Errorf("GET / got %d responses, %d errors", s.Requests, s.Errors)
+		}
 		return err
 	}
 	return t.lab.ClientNS.Do(func() error {

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# wreck-native.sh: three clients against percore's native httpd on a veth lab:
+# wreck on the native stack (AF_XDP queue + userspace TCP per client shard),
+# wreck on kernel sockets, and wrk. The server is `httpd --network-stack native
+# --lab --smp SMP` (it builds the lab, the server end in the root namespace);
+# every client runs in the lab's client namespace with SMP shards / threads,
+# keep-alive, CONNS connections, for DUR seconds, interleaved for ROUNDS
+# rounds. Prints medians (min-max) of requests/s and of whole-machine busy
+# CPU-us per request (/proc/stat user+nice+system+irq+softirq+steal, delta
+# over the run, divided by the requests the client counted).
+#
+#   sudo bench/wreck-native.sh                  # 3 rounds, --smp 2, -c64, 5s
+#   sudo ROUNDS=5 CONNS=128 DUR=10 bench/wreck-native.sh
+#   sudo PIPELINE=16 bench/wreck-native.sh     # wrk pipelines through a Lua script
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+DUR=${DUR:-5}
+SMP=${SMP:-2}
+PORT=${PORT:-18100}
+PIPELINE=${PIPELINE:-1}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d /tmp/wreck-native.XXXXXX)
+httpd_pid=
+cleanup() {
+	if [[ -n $httpd_pid ]]; then
+		kill -INT "$httpd_pid" 2>/dev/null || true # httpd removes its lab on exit
+		wait "$httpd_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[[ $(id -u) == 0 ]] || { echo "wreck-native: needs root (lab, XDP, AF_XDP): run with sudo" >&2; exit 1; }
+for tool in wrk ip go; do
+	command -v "$tool" >/dev/null || { echo "wreck-native: $tool not found: apt-get install -y wrk iproute2" >&2; exit 1; }
+done
+
+(cd "$root" && go build -o "$tmp/httpd" ./cmd/httpd && go build -o "$tmp/wreck" ./cmd/wreck)
+
+"$tmp/httpd" --network-stack native --lab --smp "$SMP" --port "$PORT" --stats-interval 0 >"$tmp/httpd.out" 2>"$tmp/httpd.err" &
+httpd_pid=$!
+for _ in $(seq 100); do
+	grep -q '^lab: ' "$tmp/httpd.out" 2>/dev/null && break
+	kill -0 "$httpd_pid" 2>/dev/null || { echo "wreck-native: httpd did not start: $(cat "$tmp/httpd.err")" >&2; exit 1; }
+	sleep 0.1
+done
+# lab ID: server IF (ns root, SERVER_IP, MAC) <-> client IF (ns NS, CLIENT_IP, MAC), ...
+read -r server_ip client_if client_ns < <(sed -n 's/^lab: [^:]*: server [^ ]* (ns [^,]*, \([0-9.]*\), [^)]*) <-> client \([^ ]*\) (ns \([^,]*\),.*/\1 \2 \3/p' "$tmp/httpd.out")
+[[ -n ${client_ns:-} ]] || { echo "wreck-native: cannot read the lab from httpd's output: $(cat "$tmp/httpd.out")" >&2; exit 1; }
+native_ip=${server_ip%.*}.3 # lab.NativePair's native client address: on no kernel interface
+target=$server_ip:$PORT
+in_ns() { ip netns exec "$client_ns" "$@"; }
+
+wrk_args=()
+if ((PIPELINE > 1)); then
+	cat >"$tmp/pipeline.lua" <<LUA
+init = function(args)
+	local r = {}
+	for i = 1, $PIPELINE do r[i] = wrk.format() end
+	req = table.concat(r)
+end
+request = function() return req end
+LUA
+	wrk_args=(-s "$tmp/pipeline.lua")
+fi
+
+hz=$(getconf CLK_TCK)
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+
+run() { # client round -> appends "client rps us_per_req" to results
+	local tool=$1 out=$tmp/out b0 b1 reqs rps
+	b0=$(busy)
+	case $tool in
+	native) in_ns "$tmp/wreck" --network-stack native --iface "$client_if" --host-ipv4-addr "$native_ip" \
+		--server "$target" --smp "$SMP" --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>"$tmp/err" ;;
+	kernel) in_ns "$tmp/wreck" --server "$target" --smp "$SMP" --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>"$tmp/err" ;;
+	wrk) in_ns wrk -t"$SMP" -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "http://$target/" >"$out" 2>"$tmp/err" ;;
+	esac
+	b1=$(busy)
+	reqs=$(awk '/requests in/{print $1; exit}' "$out")
+	if [[ $tool != wrk ]]; then
+		grep -q 'errors: non2xx 0, malformed 0 (oversized 0), timeout 0, reset 0, closed 0, connect 0, mismatch 0' "$out" ||
+			echo "wreck-native: $tool round $2 had errors: $(grep errors: "$out")" >&2
+	fi
+	rps=$(awk '/^Requests\/sec:/{print $2}' "$out")
+	[[ -n $reqs && $reqs != 0 ]] || { echo "wreck-native: $tool completed no requests: $(cat "$out" "$tmp/err")" >&2; exit 1; }
+	awk -v t="$tool" -v r="$rps" -v n="$reqs" -v db="$((b1 - b0))" -v hz="$hz" \
+		'BEGIN { printf "%s %.0f %.2f\n", t, r, db*1e6/hz/n }' >>"$tmp/results"
+	tail -1 "$tmp/results" | awk -v round="$2" '{ printf "round %d %-7s %9.0f req/s %7.2f machine CPU-us/req\n", round, $1, $2, $3 }' >&2
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for r in $(seq "$ROUNDS"); do
+	run native "$r"
+	run kernel "$r"
+	run wrk "$r"
+done
+
+echo
+echo "load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "percore native httpd --smp $SMP (lab, $(nproc) CPUs) <- client with $SMP shards/threads, $CONNS connections, keep-alive, pipeline $PIPELINE, ${DUR}s x $ROUNDS rounds, interleaved; median (min-max)"
+echo
+echo "| client | req/s | machine CPU-us/req |"
+echo "|---|---|---|"
+for tool in native kernel wrk; do
+	for col in 2 3; do
+		awk -v t="$tool" -v c="$col" '$1 == t { print $c }' "$tmp/results" | sort -g |
+			awk -v c="$col" '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; fmt = (c == 2) ? "%.0f (%.0f-%.0f)" : "%.2f (%.2f-%.2f)"; printf fmt "\n", m, v[1], v[NR] }' >"$tmp/col$col"
+	done
+	case $tool in
+	native) name="wreck, native stack" ;;
+	kernel) name="wreck, kernel sockets" ;;
+	wrk) name="wrk -t$SMP" ;;
+	esac
+	printf '| %s | %s | %s |\n' "$name" "$(cat "$tmp/col2")" "$(cat "$tmp/col3")"
+done

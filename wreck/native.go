@@ -1,0 +1,187 @@
+package wreck
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"percore/afxdp"
+)
+
+// NativeConfig is wreck on percore's native stack (--network-stack native):
+// each client shard owns one AF_XDP queue of Iface (shard i, queue i) with
+// its own userspace netstack that opens the connections, as Seastar's
+// seawreck runs on its native stack. Zero value: the posix stack (kernel
+// sockets).
+type NativeConfig struct {
+	Enabled bool             // --network-stack native
+	Iface   string           // interface whose queues the shards own (--iface)
+	Addr    netip.Addr       // our IPv4 address on it (--host-ipv4-addr); not the kernel's
+	Netmask netip.Addr       // (--netmask-ipv4-addr)
+	Gateway netip.Addr       // invalid: none (--gw-ipv4-addr)
+	Netns   string           // named network namespace the shards (and the XDP attach) enter (--netns); "": the process's
+	XDPMode afxdp.AttachMode // (--xdp-mode)
+	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames)
+
+	// Source ports: PortLo..PortHi in all, split into one contiguous range
+	// per shard (veth: a flow sent on tx queue q comes back on rx queue q,
+	// so any port works), or, with RSSKey, shared by all shards and kept by
+	// each shard only where the Toeplitz hash of the reply's 4-tuple picks
+	// its queue (a real NIC with RSS). Every port is in the XDP program's
+	// port map.
+	PortLo, PortHi uint16
+	RSSKey         []byte // Toeplitz key of the client NIC (ethtool -x); nil: no RSS filter
+	RSSTable       int    // RSS indirection table size; entry i -> queue i % SMP [128]
+}
+
+// bindNativeFlags adds the native stack's flags to fs; their values go
+// straight into n (defaults, where a flag is not given, come from validate).
+func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
+	fs.Func("network-stack", "network `stack`: posix (kernel sockets, the default) or native (an AF_XDP queue and userspace TCP per shard)", func(s string) error {
+		switch s {
+		case "posix":
+			n.Enabled = false
+		case "native":
+			n.Enabled = true
+		default:
+			return fmt.Errorf("use posix or native")
+		}
+		return nil
+	})
+	fs.StringVar(&n.Iface, "iface", "", "native: interface whose queues the shards own (shard i, queue i)")
+	ip := func(dst *netip.Addr) func(string) error {
+		return func(s string) (err error) { *dst, err = parseIPv4(s); return err }
+	}
+	fs.Func("host-ipv4-addr", "native: the client's own IPv4 `address` on --iface (not one the kernel has)", ip(&n.Addr))
+	fs.Func("netmask-ipv4-addr", "native: netmask of --host-ipv4-addr (default 255.255.255.0)", ip(&n.Netmask))
+	fs.Func("gw-ipv4-addr", "native: IPv4 gateway to an off-link server (default: none)", ip(&n.Gateway))
+	fs.StringVar(&n.Netns, "netns", "", "native: named network namespace of --iface (default: this process's)")
+	fs.Func("xdp-mode", "native: XDP attach `mode`, native (driver, the default) or generic (skb)", func(s string) (err error) {
+		n.XDPMode, err = afxdp.ParseAttachMode(s)
+		return err
+	})
+	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default 4096)")
+	fs.Func("source-ports", "native: source port range `LO-HI`, split over the shards, or shared with --rss-key (default 32768-60999)", func(s string) error {
+		lo, hi, ok := strings.Cut(s, "-")
+		a, err1 := strconv.ParseUint(lo, 10, 16)
+		b, err2 := strconv.ParseUint(hi, 10, 16)
+		if !ok || err1 != nil || err2 != nil || a == 0 || b < a {
+			return fmt.Errorf("want a range like 32768-60999")
+		}
+		n.PortLo, n.PortHi = uint16(a), uint16(b)
+		return nil
+	})
+	fs.Func("rss-key", "native: the client NIC's Toeplitz RSS key in `hex`, as ethtool -x prints it: keep only source ports whose replies hash to the shard's queue", func(s string) (err error) {
+		n.RSSKey, err = parseHexKey(s)
+		return err
+	})
+	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod --smp, as ethtool -X IFACE equal N sets it (default 128)")
+}
+
+// nativeOnly are the flags that mean nothing on the posix stack.
+var nativeOnly = []string{"iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table"}
+
+// checkFlags reports a native-only flag given without --network-stack native.
+func (n *NativeConfig) checkFlags(fs *flag.FlagSet) error {
+	if n.Enabled {
+		return nil
+	}
+	var bad string
+	fs.Visit(func(fl *flag.Flag) {
+		if bad == "" && slices.Contains(nativeOnly, fl.Name) {
+			bad = fl.Name
+		}
+	})
+	if bad != "" {
+		return fmt.Errorf("--%s belongs to the native stack: add --network-stack native", bad)
+	}
+	return nil
+}
+
+func parseIPv4(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("want an IPv4 address like 198.18.0.3")
+	}
+	return a, nil
+}
+
+// parseHexKey parses an RSS key as ethtool -x prints it (aa:bb:...) or as
+// plain hex.
+func parseHexKey(s string) ([]byte, error) {
+	s = strings.ReplaceAll(s, ":", "")
+	if len(s)%2 != 0 || len(s) < 2*12 {
+		return nil, fmt.Errorf("want at least 12 bytes of hex, as `ethtool -x IFACE` prints the key")
+	}
+	k := make([]byte, len(s)/2)
+	for i := range k {
+		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not hex", s[2*i:2*i+2])
+		}
+		k[i] = byte(v)
+	}
+	return k, nil
+}
+
+// validate fills in the defaults and checks the native settings against
+// the rest of c.
+func (n *NativeConfig) validate(c *Config) error {
+	if !n.Enabled {
+		return nil
+	}
+	if !n.Netmask.IsValid() {
+		n.Netmask = netip.AddrFrom4([4]byte{255, 255, 255, 0})
+	}
+	if n.PortLo == 0 {
+		n.PortLo, n.PortHi = 32768, 60999
+	}
+	if n.Frames == 0 {
+		n.Frames = 4096
+	}
+	if n.RSSTable == 0 {
+		n.RSSTable = 128
+	}
+	switch {
+	case n.Iface == "":
+		return errors.New("--iface is required with --network-stack native: name the interface whose queues the shards own")
+	case !n.Addr.Is4():
+		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
+	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
+		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
+	case n.RSSTable < 1:
+		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
+	case n.Frames < 64 || n.Frames&(n.Frames-1) != 0:
+		return fmt.Errorf("--xdp-frames %d: want a power of two, at least 64", n.Frames)
+	}
+	if _, err := serverAddr(c.Server); err != nil {
+		return err
+	}
+	return nil
+}
+
+// serverAddr is --server as an IPv4 address and port: the native stack
+// resolves no names.
+func serverAddr(server string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(server)
+	if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("--server %q: the native stack needs an IPv4 address and port, e.g. 198.18.0.1:80", server)
+	}
+	return ap, nil
+}
+
+// shardPorts is shard i's source port range out of n shards: contiguous
+// slices of PortLo..PortHi, or the whole range with an RSS filter.
+func (n *NativeConfig) shardPorts(i, shards int) (lo, hi uint16) {
+	if len(n.RSSKey) > 0 {
+		return n.PortLo, n.PortHi
+	}
+	span := int(n.PortHi-n.PortLo) + 1
+	per := span / shards
+	lo = n.PortLo + uint16(i*per)
+	return lo, lo + uint16(per-1)
+}

@@ -1,0 +1,602 @@
+package wreck
+
+import (
+	"net/netip"
+	"time"
+
+	"percore/netstack"
+)
+
+// nclient is one native client shard's connections on its own userspace
+// stack: the same closed-loop, keep-alive, pipelined or one-shot request
+// flow, parser and accounting as the kernel mode, with the netstack's TCP
+// (active open) carrying the bytes. It knows nothing of AF_XDP: the shard
+// loop (native_shard.go) gives it a Link and the time; tests give it a
+// ChanLink.
+//
+// Owned by the shard's goroutine. TCP calls the conns (TCPApp) and the
+// endpoint only from inside Stack.Poll and AbortTCP, which nclient itself
+// calls, so nothing here runs concurrently.
+type nclient struct {
+	acct  *shard // counters, histogram, request budget: the kernel mode's accounting (it holds no sockets here)
+	cfg   *Config
+	stack *netstack.Stack
+	link  netstack.Link
+	dst   netstack.IPv4Addr
+	port  uint16
+	ep    nendpoint
+
+	conns      []nconn
+	retry      []int32 // slots to connect at the next step
+	connecting []int32 // slots whose handshake is under way
+	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
+	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	seqOff     int
+	reqLen     int
+
+	nowT time.Time // the stack's time of this step
+	next time.Time // the stack's next deadline (zero: none)
+}
+
+// nendpoint is the TCPEndpoint of the client's connections: they are never
+// accepted, only released.
+type nendpoint struct{ c *nclient }
+
+func (e *nendpoint) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return nil }
+
+func (e *nendpoint) Release(app netstack.TCPApp, now time.Time) {
+	e.c.released(app.(*nconn))
+}
+
+// nconn is one connection slot: the TCPApp of the TCP connection it holds
+// (live), with its parser, request bytes and in-flight ring. The slot lives
+// for the whole run; a new TCP connection reuses it after the old one is
+// released.
+type nconn struct {
+	cl     *nclient
+	idx    int32
+	h      netstack.TCPHandle
+	state  cstate
+	live   bool // a TCB holds this app (from ConnectTCP until Release)
+	queued bool // on the retry list
+	// closing is the Closing answer: TCP sends FIN after the output. failed:
+	// the slot's failure is counted and it waits for its reset; bytes that
+	// still arrive are dropped.
+	closing, failed bool
+	p               parser
+
+	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes
+
+	// req is a ring of Pipeline request slots; the pend bytes from una on
+	// (wrapping) are unsent or unacknowledged. Requests are appended whole,
+	// so the append point (una+pend) is always at a slot boundary.
+	req       []byte
+	una, pend int
+	outv      [2][]byte
+
+	start, sent []int64 // in-flight ring: latency origin, send time
+	head, n     int
+
+	seqSent, seqWant uint64
+	since, wakeAt    int64
+}
+
+// newNClient builds the connections of one shard on stack (TCP enabled) and
+// link, to dst:port. acct is the shard's accounting.
+func newNClient(acct *shard, stack *netstack.Stack, link netstack.Link, dst netstack.IPv4Addr, port uint16, conns int, req []byte, seqOff int) *nclient {
+	cfg := acct.cfg
+	c := &nclient{
+		acct: acct, cfg: cfg, stack: stack, link: link, dst: dst, port: port,
+		conns:      make([]nconn, conns),
+		retry:      make([]int32, 0, conns),
+		connecting: make([]int32, 0, conns),
+		aborts:     make([]int32, 0, conns),
+		seqOff:     seqOff, reqLen: len(req),
+	}
+	c.ep.c = c
+	k := cfg.Pipeline
+	shared := make([]byte, 0, k*len(req))
+	for range k {
+		shared = append(shared, req...)
+	}
+	maxHead := cfg.MaxHead
+	if maxHead == 0 {
+		maxHead = defaultMaxHead
+	}
+	for i := range c.conns {
+		nc := &c.conns[i]
+		nc.cl, nc.idx = c, int32(i)
+		nc.start, nc.sent = make([]int64, k), make([]int64, k)
+		nc.p.maxHead = maxHead
+		nc.carry = make([]byte, 0, maxHead+1)
+		nc.req = shared
+		if seqOff >= 0 {
+			nc.req = append([]byte(nil), shared...)
+		}
+	}
+	return c
+}
+
+// dispatch puts due requests (--rate) on connections with room, scanning
+// from the cursor (one-shot: idle slots connect with them); a full scan
+// without room marks the shard saturated until a slot frees room, as the
+// kernel mode's dispatch does.
+func (c *nclient) dispatch() {
+	s := c.acct
+	if s.saturated || !s.backlog() {
+		return
+	}
+	for range c.conns {
+		nc := &c.conns[s.cursor]
+		s.cursor++
+		if s.cursor == len(c.conns) {
+			s.cursor = 0
+		}
+		switch {
+		case !c.cfg.KeepAlive && nc.state == cIdle && !nc.live:
+			c.connect(nc)
+		case nc.state == cOpen:
+			c.fill(nc)
+		}
+		if !s.backlog() {
+			return
+		}
+	}
+	s.saturated = true
+}
+
+// begin queues every slot to connect.
+func (c *nclient) begin() {
+	for i := range c.conns {
+		c.queueRetry(&c.conns[i])
+	}
+}
+
+// step is one turn of the shard loop at now (the acct clock set to the
+// same instant): connects, the stack over the link, handshakes that
+// completed, and resets. It reports whether frames moved.
+func (c *nclient) step(now time.Time) bool {
+	s := c.acct
+	c.nowT = now
+	for len(c.retry) > 0 && !s.finished {
+		nc := &c.conns[c.retry[len(c.retry)-1]]
+		c.retry = c.retry[:len(c.retry)-1]
+		nc.queued = false
+		if nc.state == cIdle && !nc.live {
+			c.connect(nc)
+		}
+	}
+	if s.rate {
+		c.dispatch()
+	}
+	st := c.stack.Stats()
+	rx, tx := st.RxFrames, st.TxFrames
+	c.inStack = true
+	c.next = c.stack.Poll(now, c.link)
+	c.inStack = false
+	c.runAborts()
+	if len(c.connecting) > 0 {
+		c.checkConnecting()
+	}
+	st = c.stack.Stats()
+	return st.RxFrames != rx || st.TxFrames != tx
+}
+
+// connect opens a TCP connection for slot nc; the SYN goes out at the next
+// Poll. A one-shot slot takes its request first, as the kernel mode does.
+func (c *nclient) connect(nc *nconn) {
+	s := c.acct
+	if !c.cfg.KeepAlive {
+		t, ok := s.take()
+		if !ok {
+			return
+		}
+		nc.push(t, s.now)
+	}
+	h, err := c.stack.ConnectTCP(c.nowT, c.dst, c.port, nc, &c.ep)
+	if err != nil {
+		c.connectFailed(nc)
+		return
+	}
+	nc.h, nc.live, nc.state, nc.since = h, true, cConnecting, s.now
+	nc.closing, nc.failed = false, false
+	c.connecting = append(c.connecting, nc.idx)
+}
+
+// checkConnecting moves slots whose handshake completed to cOpen and starts
+// their requests.
+func (c *nclient) checkConnecting() {
+	j := 0
+	for _, i := range c.connecting {
+		nc := &c.conns[i]
+		if !nc.live || nc.state != cConnecting {
+			continue // released (refused, timed out) or reset
+		}
+		if !c.stack.TCPEstablished(nc.h) {
+			c.connecting[j] = i
+			j++
+			continue
+		}
+		c.connected(nc)
+	}
+	c.connecting = c.connecting[:j]
+}
+
+// connected starts the request flow on a fresh connection.
+func (c *nclient) connected(nc *nconn) {
+	s := c.acct
+	nc.state = cOpen
+	s.cnt.Connects++
+	nc.p.reset()
+	nc.carry = nc.carry[:0]
+	nc.seqWant = nc.seqSent
+	s.saturated = false
+	if c.cfg.KeepAlive {
+		c.fill(nc)
+		return
+	}
+	nc.sent[nc.head] = s.now
+	c.write(nc, 1)
+}
+
+// connectFailed counts a failed connect and backs off; a one-shot request
+// waiting for the connection is given back.
+func (c *nclient) connectFailed(nc *nconn) {
+	s := c.acct
+	s.cnt.Errors[errConnect]++
+	c.drop(nc)
+	nc.state, nc.wakeAt = cWait, s.now+int64(connBackoff)
+}
+
+// fill writes requests on an open keep-alive connection: closed loop, the
+// next batch of Pipeline requests once the last batch is answered and
+// acknowledged (as the kernel mode does); open loop (--rate), every due
+// request the connection has room for.
+func (c *nclient) fill(nc *nconn) {
+	s := c.acct
+	if s.finished || nc.state != cOpen || !c.cfg.KeepAlive || nc.closing {
+		return
+	}
+	if !s.rate && (nc.n > 0 || nc.pend > 0) {
+		return
+	}
+	k := 0
+	for nc.n < c.cfg.Pipeline && nc.pend+(k+1)*c.reqLen <= len(nc.req) {
+		t, ok := s.take()
+		if !ok {
+			break
+		}
+		nc.push(t, s.now)
+		k++
+	}
+	if k > 0 {
+		c.write(nc, k)
+	}
+}
+
+// write appends k prebuilt requests (stamped with sequence numbers if
+// asked) to the connection's output.
+func (c *nclient) write(nc *nconn, k int) {
+	at := (nc.una + nc.pend) % len(nc.req)
+	if c.seqOff >= 0 {
+		for i := range k {
+			stampSeq(nc.req[(at+i*c.reqLen)%len(nc.req)+c.seqOff:], nc.seqSent)
+			nc.seqSent++
+		}
+	}
+	nc.pend += k * c.reqLen
+	if !c.inStack {
+		c.stack.WakeTCP(nc.h)
+	}
+}
+
+// Output implements netstack.TCPApp: the unacknowledged request bytes, in
+// one slice or, wrapping around the ring, two.
+func (nc *nconn) Output() [][]byte {
+	if nc.pend == 0 {
+		return nc.outv[:0]
+	}
+	end := nc.una + nc.pend
+	if end <= len(nc.req) {
+		nc.outv[0] = nc.req[nc.una:end]
+		return nc.outv[:1]
+	}
+	nc.outv[0], nc.outv[1] = nc.req[nc.una:], nc.req[:end-len(nc.req)]
+	return nc.outv[:2]
+}
+
+// Advance implements netstack.TCPApp.
+func (nc *nconn) Advance(n int) {
+	nc.una = (nc.una + n) % len(nc.req)
+	nc.pend -= n
+	if nc.pend == 0 {
+		nc.una = 0
+	}
+	if nc.cl.acct.rate {
+		nc.cl.acct.saturated = false // room in the ring again
+	} else if nc.pend == 0 {
+		nc.cl.fill(nc) // a batch answered before its last bytes were acknowledged
+	}
+}
+
+// Closing implements netstack.TCPApp.
+func (nc *nconn) Closing() bool { return nc.closing }
+
+// Feed implements netstack.TCPApp: parse responses in place; an incomplete
+// header section (or chunk line) is carried to the next call. It takes every
+// byte: a failed slot drops them.
+func (nc *nconn) Feed(p []byte, now time.Time) int {
+	c := nc.cl
+	c.acct.cnt.Bytes += uint64(len(p))
+	if nc.failed || (nc.state != cOpen && nc.state != cDraining) {
+		return len(p)
+	}
+	off := 0
+	for len(nc.carry) > 0 && off < len(p) {
+		old := len(nc.carry)
+		k := min(cap(nc.carry)-old, len(p)-off)
+		if k == 0 { // cannot happen: the parser reports a head over maxHead as oversized
+			c.acct.cnt.Oversized++
+			c.fail(nc, errMalformed)
+			return len(p)
+		}
+		nc.carry = append(nc.carry, p[off:off+k]...)
+		m, ok := c.parse(nc, nc.carry, true)
+		if !ok {
+			return len(p)
+		}
+		if m < old {
+			// Still incomplete: every byte appended is in the carry.
+			off += k
+			continue
+		}
+		// The carried item completed; parse on in p itself.
+		nc.carry = nc.carry[:0]
+		off += m - old
+	}
+	if off < len(p) {
+		c.parse(nc, p[off:], false)
+	}
+	return len(p)
+}
+
+// parse runs the parser over data and reports how much it consumed and
+// whether nc is still usable. From the carry (inCarry) the incomplete tail
+// stays where it is; from a frame it is copied into the carry.
+func (c *nclient) parse(nc *nconn, data []byte, inCarry bool) (int, bool) {
+	s := c.acct
+	off := 0
+	for off < len(data) {
+		if nc.n == 0 {
+			c.fail(nc, errMalformed) // bytes nobody asked for
+			return off, false
+		}
+		m, r := nc.p.feed(data[off:])
+		off += m
+		switch r {
+		case pMore:
+			if inCarry {
+				if off > 0 {
+					nc.carry = append(nc.carry[:0], data[off:]...)
+				}
+				return off, true
+			}
+			nc.carry = append(nc.carry[:0], data[off:]...)
+			return len(data), true
+		case pDone:
+			if !c.complete(nc) {
+				return off, false
+			}
+		case pOversized:
+			s.cnt.Oversized++
+			c.fail(nc, errMalformed)
+			return off, false
+		default:
+			c.fail(nc, errMalformed)
+			return off, false
+		}
+	}
+	if inCarry {
+		nc.carry = nc.carry[:0]
+	}
+	return off, true
+}
+
+// complete accounts one response on nc; it reports false if nc stops taking
+// responses (failed or closing).
+func (c *nclient) complete(nc *nconn) bool {
+	s := c.acct
+	if c.seqOff >= 0 {
+		if !nc.p.hasSeq || nc.p.seq != nc.seqWant {
+			c.fail(nc, errMismatch)
+			return false
+		}
+		nc.seqWant++
+	}
+	s.record(s.now - nc.pop())
+	s.cnt.Responses++
+	if nc.p.status < 200 || nc.p.status > 299 {
+		s.cnt.Errors[errNon2xx]++
+	}
+	s.finish()
+	switch {
+	case nc.p.close:
+		// The server closes: wait for its FIN (TIME-WAIT stays on its
+		// side), then close ours; requests behind this one are given back.
+		nc.state, nc.since = cDraining, s.now
+		return true
+	case !c.cfg.KeepAlive:
+		// One-shot with a server that keeps the connection: close it.
+		nc.state, nc.since = cDraining, s.now
+		c.closeSlot(nc)
+		return true
+	}
+	if nc.n == 0 || s.rate {
+		s.saturated = false
+		c.fill(nc)
+	}
+	return true
+}
+
+// PeerClosed implements netstack.TCPApp: the server's FIN, after every byte
+// before it was fed.
+func (nc *nconn) PeerClosed(now time.Time) {
+	c := nc.cl
+	switch {
+	case nc.failed:
+		return // its reset is queued
+	case nc.state == cDraining:
+	case nc.p.st == psUntilClose && nc.n > 0:
+		nc.p.st = psHead
+		nc.p.close = true
+		c.complete(nc)
+	case nc.n > 0 || nc.p.midResponse(len(nc.carry)):
+		c.fail(nc, errClosed)
+		return
+	}
+	c.closeSlot(nc) // answer with our FIN; the slot reconnects on release
+}
+
+// closeSlot makes TCP send FIN after any output; the slot reconnects when
+// TCP releases it.
+func (c *nclient) closeSlot(nc *nconn) {
+	if nc.closing {
+		return
+	}
+	nc.closing = true
+	nc.since = c.acct.now
+	if !c.inStack {
+		c.stack.WakeTCP(nc.h)
+	}
+}
+
+// fail counts an error of class cls against the oldest request in flight
+// (the others are given back at release) and resets the connection.
+func (c *nclient) fail(nc *nconn, cls errClass) {
+	s := c.acct
+	if nc.failed {
+		return
+	}
+	s.cnt.Errors[cls]++
+	if nc.n > 0 {
+		nc.pop()
+		s.finish()
+	}
+	nc.failed = true
+	c.aborts = append(c.aborts, nc.idx)
+}
+
+// runAborts resets the connections of failed slots (outside the TCP layer:
+// Release runs inside AbortTCP).
+func (c *nclient) runAborts() {
+	for len(c.aborts) > 0 {
+		nc := &c.conns[c.aborts[len(c.aborts)-1]]
+		c.aborts = c.aborts[:len(c.aborts)-1]
+		if nc.live {
+			c.stack.AbortTCP(c.nowT, c.link, nc.h)
+		}
+	}
+}
+
+// released is TCP's Release of slot nc's connection: closed, reset, timed
+// out or in TIME-WAIT. A connection that ends unasked is counted (a reset
+// with requests in flight, or a handshake that failed); the slot gives back
+// its requests and reconnects.
+func (c *nclient) released(nc *nconn) {
+	s := c.acct
+	nc.live = false
+	switch {
+	case nc.failed, nc.closing, nc.state == cDraining:
+	case nc.state == cConnecting:
+		c.connectFailed(nc)
+		return
+	case nc.n > 0 || nc.p.midResponse(len(nc.carry)):
+		s.cnt.Errors[errReset]++
+		if nc.n > 0 {
+			nc.pop()
+			s.finish()
+		}
+	}
+	c.drop(nc)
+	c.queueRetry(nc)
+}
+
+// drop forgets the slot's connection and gives back its requests in flight.
+func (c *nclient) drop(nc *nconn) {
+	for nc.n > 0 {
+		c.acct.giveBack(nc.pop())
+	}
+	nc.state = cIdle
+	c.acct.saturated = false
+	nc.head, nc.una, nc.pend = 0, 0, 0
+	nc.carry = nc.carry[:0]
+	nc.closing, nc.failed = false, false
+}
+
+func (c *nclient) queueRetry(nc *nconn) {
+	if !nc.queued {
+		nc.queued = true
+		c.retry = append(c.retry, nc.idx)
+	}
+}
+
+// tick enforces timeouts and back-offs (every shard tick). A connection
+// that timed out is reset.
+func (c *nclient) tick() {
+	s := c.acct
+	timeout := int64(c.cfg.Timeout)
+	for i := range c.conns {
+		nc := &c.conns[i]
+		switch {
+		case nc.state == cWait:
+			if s.now >= nc.wakeAt {
+				nc.state = cIdle
+				c.queueRetry(nc)
+			}
+		case !nc.live || nc.failed:
+		case nc.state == cConnecting && s.now-nc.since > timeout:
+			c.stack.AbortTCP(c.nowT, c.link, nc.h) // released: counted as a failed connect
+		case nc.state == cOpen && nc.n > 0 && s.now-nc.sent[nc.head] > timeout:
+			c.fail(nc, errTimeout)
+		case (nc.state == cDraining || nc.closing) && s.now-nc.since > timeout:
+			nc.failed = true // the server never finished the close: reset it, nothing to count
+			c.aborts = append(c.aborts, nc.idx)
+		}
+	}
+	c.runAborts()
+}
+
+// shutdown resets every connection still open (the run is over) and flushes
+// the resets.
+func (c *nclient) shutdown(now time.Time) {
+	c.nowT = now
+	for i := range c.conns {
+		nc := &c.conns[i]
+		if nc.live {
+			nc.failed = true
+			c.stack.AbortTCP(now, c.link, nc.h)
+		}
+	}
+	c.stack.Poll(now, c.link)
+}
+
+// push appends an in-flight request.
+func (nc *nconn) push(start, sent int64) {
+	i := nc.head + nc.n
+	if i >= len(nc.start) {
+		i -= len(nc.start)
+	}
+	nc.start[i], nc.sent[i] = start, sent
+	nc.n++
+}
+
+// pop removes the oldest in-flight request and returns its latency origin.
+func (nc *nconn) pop() int64 {
+	t := nc.start[nc.head]
+	nc.head++
+	if nc.head == len(nc.start) {
+		nc.head = 0
+	}
+	nc.n--
+	return t
+}

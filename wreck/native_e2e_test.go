@@ -1,0 +1,275 @@
+package wreck
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"percore/afxdp"
+	"percore/httpd"
+	"percore/lab"
+	"percore/netstack"
+	pshard "percore/shard"
+)
+
+// End to end on two native ends: percore's native httpd (netstack.Native on
+// shards, one AF_XDP queue each) on the server end of a 2-queue lab, native
+// wreck with --smp 2 in the client namespace.
+
+// requireNative skips unless the test can build labs and open AF_XDP sockets.
+func requireNative(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces, veth, XDP and AF_XDP")
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if errors.Is(err, unix.EAFNOSUPPORT) {
+		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+}
+
+// nativeServer is a native httpd on pair's server end (root namespace).
+type nativeServer struct {
+	g       *pshard.Group
+	prog    *afxdp.Program
+	natives []*netstack.Native
+	addr    netip.AddrPort
+}
+
+func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
+	t.Helper()
+	site, err := httpd.NewSite(httpd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &nativeServer{addr: netip.AddrPortFrom(pair.ServerIP, 80), natives: make([]*netstack.Native, len(cpus))}
+	if s.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{IP: pair.ServerIP, Ports: []uint16{80}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.prog.Close() })
+	if err = s.prog.Attach(pair.ServerIf, afxdp.Native); err != nil {
+		t.Fatal(err)
+	}
+	var mac netstack.MAC
+	copy(mac[:], pair.ServerMAC)
+	a4, _ := netstack.IPv4AddrFrom(pair.ServerIP)
+	s.g, err = pshard.Start(pshard.Config{CPUs: cpus, StopTimeout: 2 * time.Second}, func(sh *pshard.Shard) error {
+		sock, err := afxdp.Open(afxdp.Config{Interface: pair.ServerIf, Queue: sh.ID, FrameCount: 4096, Logf: t.Logf})
+		if err != nil {
+			return err
+		}
+		if err := s.prog.Register(sock); err != nil {
+			sock.Close()
+			return err
+		}
+		n, err := netstack.NewNative(sh, sock, netstack.NativeConfig{
+			Stack: netstack.Config{MAC: mac, Addr: a4, Netmask: netstack.IPv4Addr{255, 255, 255, 0}},
+			TCP:   netstack.TCPConfig{Seed: uint64(sh.ID) + 7},
+			Ports: []uint16{80},
+			Site:  site,
+		}, time.Now())
+		s.natives[sh.ID] = n
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.g.Stop()
+		select {
+		case <-s.g.Done():
+		case <-time.After(20 * time.Second):
+			t.Errorf("native server did not stop within 20s")
+		}
+	})
+	return s
+}
+
+// newNativeLab builds a 2-queue native pair and a native server on it; it
+// skips without root, AF_XDP or 2 CPUs.
+func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
+	t.Helper()
+	requireNative(t)
+	cpus, err := pshard.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < 2 {
+		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
+	}
+	cpus = cpus[:2]
+	pair, err := lab.NewNativePair(lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pair.Close(); err != nil {
+			t.Errorf("remove lab: %v", err)
+		}
+	})
+	t.Log(pair.Lab)
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + len(cpus)) // the server's shards hold Ps while they poll
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	return pair, startNativeServer(t, pair.Lab, cpus), cpus
+}
+
+// nativeRun runs native wreck on pair's client end with extra flags.
+func nativeRun(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int, extra ...string) *Result {
+	t.Helper()
+	args := append(pair.NativeClientArgs(), "--netns", pair.ClientNS.Name,
+		"--server", srv.addr.String(), "--smp", "2", "--cpuset", fmt.Sprintf("%d,%d", cpus[0], cpus[1]),
+		"--conn", "16", "--reqs", "20000", "--duration", "20s", "--timeout", "5s")
+	cfg, _, err := ParseFlags(append(args, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Progress = tlog{t}
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests in %.2fs, %.0f req/s, p50 %.0fus p99 %.0fus, %d connects, errors %+v",
+		res.Requests, res.Seconds, res.ReqPerSec, res.Latency.P50, res.Latency.P99, res.Connects, res.Errors)
+	return res
+}
+
+// checkRun asserts a bounded run completed every request, valid, on both
+// client shards, and that the server accepted connections on both shards.
+func checkRun(t *testing.T, res *Result, want uint64, srv *nativeServer, acceptedBefore []uint64) {
+	t.Helper()
+	if res.Requests != want {
+		t.Errorf("%d requests completed, want %d", res.Requests, want)
+	}
+	if res.Errors.Total() != 0 || res.Errors.Non2xx != 0 {
+		t.Errorf("errors %+v, want none", res.Errors)
+	}
+	for i, s := range res.Shards {
+		if s.Requests == 0 {
+			t.Errorf("client shard %d completed no requests", i)
+		}
+	}
+	for i, r := range srv.g.Stats() {
+		if got := r.Get("native.accepted") - acceptedBefore[i]; got == 0 {
+			t.Errorf("server shard %d accepted no connection: the replies did not stay on their queues", i)
+		}
+		if got := r.Get("http.requests"); got == 0 {
+			t.Errorf("server shard %d served no request", i)
+		}
+	}
+}
+
+func accepted(srv *nativeServer) []uint64 {
+	var a []uint64
+	for _, r := range srv.g.Stats() {
+		a = append(a, r.Get("native.accepted"))
+	}
+	return a
+}
+
+func TestNativeE2E(t *testing.T) {
+	pair, srv, cpus := newNativeLab(t)
+	t.Run("keepalive", func(t *testing.T) {
+		before := accepted(srv)
+		checkRun(t, nativeRun(t, pair, srv, cpus), 20000, srv, before)
+	})
+	t.Run("pipeline16", func(t *testing.T) {
+		before := accepted(srv)
+		checkRun(t, nativeRun(t, pair, srv, cpus, "--pipeline", "16"), 20000, srv, before)
+	})
+	t.Run("rate", func(t *testing.T) {
+		before := accepted(srv)
+		res := nativeRun(t, pair, srv, cpus, "--rate", "20000", "--pipeline", "4", "--reqs", "4000")
+		checkRun(t, res, 4000, srv, before)
+	})
+	t.Run("oneshot", func(t *testing.T) {
+		before := accepted(srv)
+		res := nativeRun(t, pair, srv, cpus, "--keepalive=false", "--reqs", "2000")
+		checkRun(t, res, 2000, srv, before)
+		if res.Connects != 2000 {
+			t.Errorf("%d connects, want one per request (2000)", res.Connects)
+		}
+	})
+}
+
+// tlog writes the progress and summary lines into the test log.
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestNativeImpaired: one native shard on each end through the lab's
+// impairment bridge (loss, reordering, duplication, seeded): the client's
+// TCP repairs the stream and every response is still valid.
+func TestNativeImpaired(t *testing.T) {
+	requireNative(t)
+	cpus, err := pshard.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := lab.ParseImpair("loss=2%,reorder=5%,duplicate=1%,seed=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := lab.NewImpaired(lab.Config{Prefix: "wi", Queues: 1, ServerRoot: true}, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := im.Close(); err != nil {
+			t.Errorf("remove lab: %v", err)
+		}
+	})
+	t.Log(im.Lab)
+	srv := startNativeServer(t, im.Lab, cpus[:1])
+	args := []string{"--network-stack", "native", "--iface", im.ClientIf, "--netns", im.ClientNS.Name,
+		"--host-ipv4-addr", lab.Host(im.Subnet, 3).String(), "--server", srv.addr.String(),
+		"--smp", "1", "--cpuset", fmt.Sprint(cpus[0]), "--conn", "8", "--reqs", "1500", "--duration", "20s", "--timeout", "10s"}
+	cfg, _, err := ParseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Progress = tlog{t}
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests in %.2fs, errors %+v; bridge %+v", res.Requests, res.Seconds, res.Errors, im.Bridge.Stats())
+	if res.Requests != 1500 || res.Errors.Total() != 0 || res.Errors.Non2xx != 0 {
+		t.Errorf("%d requests, errors %+v, want 1500 and none", res.Requests, res.Errors)
+	}
+}
+
+// TestNativeKernelAddr: the kernel's own address is refused as the native
+// client's, with the fix in the message, before anything is attached.
+func TestNativeKernelAddr(t *testing.T) {
+	requireNative(t)
+	pair, err := lab.NewNativePair(lab.Config{Prefix: "wk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pair.Close() })
+	cfg, _, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ClientIf, "--netns", pair.ClientNS.Name,
+		"--host-ipv4-addr", pair.ClientIP.String(), "--server", netip.AddrPortFrom(pair.ServerIP, 80).String(), "--duration", "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "is the kernel's address") {
+		t.Fatalf("Run with the kernel's address: %v, want a refusal", err)
+	}
+	if _, err := Run(func() Config { c := cfg; c.Native.Iface = "nosuch0"; return c }()); err == nil || !strings.Contains(err.Error(), "no such interface") {
+		t.Fatalf("Run on a missing interface: %v", err)
+	}
+}

@@ -1,0 +1,54 @@
+package wreck
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// Receive-side scaling on a real NIC: the NIC hashes each received TCP/IPv4
+// frame's 4-tuple with the Toeplitz function under its key, and the low bits
+// of the hash index an indirection table of queues. A native client shard
+// must receive its replies on its own queue, so it opens connections only
+// from source ports whose replies (server -> us) hash to it, as Seastar's
+// connect() does. On veth there is no RSS: a reply comes back on the queue
+// the request left from, and no filter is needed.
+
+// toeplitz is the Toeplitz hash of data under key (len(key) >= len(data)+4).
+func toeplitz(key, data []byte) uint32 {
+	var h uint32
+	v := binary.BigEndian.Uint32(key) // the 32 key bits aligned with the next input bit
+	for i, b := range data {
+		next := key[i+4]
+		for bit := 7; bit >= 0; bit-- {
+			if b&(1<<bit) != 0 {
+				h ^= v
+			}
+			v = v<<1 | uint32(next>>bit&1)
+		}
+	}
+	return h
+}
+
+// rssQueue is the rx queue a NIC with key and an indirection table of
+// table entries (entry i -> queue i % queues, ethtool -X equal) picks for a
+// TCP/IPv4 frame from src to dst.
+func rssQueue(key []byte, table, queues int, src, dst netip.AddrPort) int {
+	var in [12]byte
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(in[0:4], s[:])
+	copy(in[4:8], d[:])
+	binary.BigEndian.PutUint16(in[8:], src.Port())
+	binary.BigEndian.PutUint16(in[10:], dst.Port())
+	h := toeplitz(key, in[:])
+	return int(h%uint32(table)) % queues
+}
+
+// rssPortFilter keeps the source ports whose replies from server to local
+// land on queue. Called by the TCP layer when it picks a port for a
+// connect, not per packet.
+func rssPortFilter(key []byte, table, queues, queue int, server netip.AddrPort, local netip.Addr) func(uint16) bool {
+	key = append([]byte(nil), key...)
+	return func(port uint16) bool {
+		return rssQueue(key, table, queues, server, netip.AddrPortFrom(local, port)) == queue
+	}
+}
