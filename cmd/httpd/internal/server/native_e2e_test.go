@@ -7,8 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -239,5 +242,58 @@ func TestNativeSleepsAndPollMode(t *testing.T) {
 				t.Fatalf("idle shard: %d sleeps, %d socket wakeups; want both > 0", m.Loop.Sleeps, m.Get("native.wakeups"))
 			}
 		})
+	}
+}
+
+// TestNativeTimeoutsResetsAndLog covers the connection ends that do not come
+// from the client's FIN: httpd's header timeout (slowloris) and idle timeout
+// close connections through the glue's timers, a client that resets in the
+// middle of a 1 MiB response does not disturb another connection, and the
+// access log gets every request.
+func TestNativeTimeoutsResetsAndLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) {
+		o.HeaderTimeout = 300 * time.Millisecond
+		o.IdleTimeout = 500 * time.Millisecond
+		o.AccessLog = logPath
+	})
+	slow, slowBR := nt.raw(nt.Addr.String())
+	_, err := io.WriteString(slow, "GET / HTTP/1.1\r\nHost: x\r\n") // never finished
+	must(t, err)
+	idle, idleBR := nt.raw(nt.Addr.String())
+	_, err = io.WriteString(idle, "GET /f0.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	if resp, _ := readResponse(t, idleBR, "GET"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// A client that resets in the middle of a response.
+	rst, rstBR := nt.raw(nt.Addr.String())
+	_, err = io.WriteString(rst, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	rstBR.Peek(1000)
+	rst.(*net.TCPConn).SetLinger(0)
+	rst.Close()
+	// Another connection is not disturbed.
+	nt.checkFile(nt.httpClient(false), "m1.bin")
+
+	expectClosed(t, slow, slowBR)
+	expectClosed(t, idle, idleBR)
+	slow.Close() // the server's side waits in FIN-WAIT-2 for these FINs
+	idle.Close()
+	for deadline := time.Now().Add(10 * time.Second); nt.total("native.open") != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open", nt.total("native.open"))
+		}
+	}
+	m := shard.Merge(nt.Stats())
+	if m.Get("native.timeouts") < 2 || m.Get("http.timeouts") < 2 || m.Get("tcp.resets_in") < 1 {
+		t.Fatalf("timeouts %d (http %d), resets in %d; want 2, 2, 1", m.Get("native.timeouts"), m.Get("http.timeouts"), m.Get("tcp.resets_in"))
+	}
+	nt.stop() // flushes the access log
+	b, err := os.ReadFile(logPath)
+	must(t, err)
+	if !strings.Contains(string(b), `"GET /f0.txt HTTP/1.1" 200`) || !strings.Contains(string(b), `"GET /m1.bin HTTP/1.1" 200`) ||
+		!strings.HasPrefix(string(b), nt.Lab.ClientIP.String()+" ") {
+		t.Fatalf("access log:\n%s", b)
 	}
 }
