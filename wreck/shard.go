@@ -18,7 +18,7 @@ const (
 	// Wake-up coalescing (see wait): a nap is at most napMax and at most
 	// 1/napShare of the median latency so far; shorter than napMin it costs
 	// more than it saves and is skipped.
-	napMax   = 50 * time.Microsecond
+	napMax   = 100 * time.Microsecond
 	napMin   = 10 * time.Microsecond
 	napShare = 32
 )
