@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // MaxXDPMTU is the largest veth MTU that native XDP accepts (larger: ERANGE).
@@ -99,10 +100,11 @@ func LinkUp(ns *NS, name string) error {
 	})
 }
 
-// DeleteLink deletes interface name in ns; a missing link is not an error.
+// DeleteLink deletes interface name in ns; a missing link is not an error,
+// nor one that vanishes before LinkDel (ENODEV: its namespace was being freed).
 func DeleteLink(ns *NS, name string) error {
 	err := withLink(ns, name, func(h *netlink.Handle, l netlink.Link) error {
-		if err := h.LinkDel(l); err != nil {
+		if err := h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 			return fmt.Errorf("delete link %s in %s: %w", name, ns, err)
 		}
 		return nil
