@@ -62,6 +62,7 @@ type NativeStats struct {
 	Timeouts uint64 // connections aborted by httpd's header or idle timeout
 	Forced   uint64 // connections aborted at the stop deadline
 	Kicks    uint64 // connections given a send opportunity outside a segment (drain, timeout)
+	Wakeups  uint64 // epoll events on the socket fd (a sleeping shard woken by received frames)
 }
 
 // Native is one shard's native stack. It is owned by the shard: every method
@@ -221,7 +222,7 @@ func (n *Native) Stats() NativeStats { return n.stats }
 
 // Events implements shard.Source: the socket fd became readable. Nothing to
 // do here: the loop polls the rings at its next iteration.
-func (n *Native) Events(evs []shard.Event, now time.Time) {}
+func (n *Native) Events(evs []shard.Event, now time.Time) { n.stats.Wakeups++ }
 
 // Poll implements shard.Poller: connections kicked by timers or the drain get
 // their send opportunity, then the stack runs over the link once. It reports

@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The nap before blocking follows the latency of the last tick: a 32nd of
-// its mean, capped, and none when that is too short to pay or under --rate.
+// The nap before blocking follows the latency measured so far: a 32nd of its
+// median, capped, and none when that is too short to pay or under --rate.
 func TestNapFollowsLatency(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -17,33 +17,29 @@ func TestNapFollowsLatency(t *testing.T) {
 		want time.Duration
 	}{
 		{"1ms", 0, []time.Duration{time.Millisecond, time.Millisecond}, time.Millisecond / napShare},
-		{"1.6ms", 0, []time.Duration{1600 * time.Microsecond}, 1600 * time.Microsecond / napShare},
-		{"mean", 0, []time.Duration{500 * time.Microsecond, 1500 * time.Microsecond}, time.Millisecond / napShare},
+		{"median", 0, []time.Duration{400 * time.Microsecond, 640 * time.Microsecond, time.Second}, 640 * time.Microsecond / napShare},
 		{"short", 0, []time.Duration{100 * time.Microsecond}, 0},
 		{"capped", 0, []time.Duration{10 * time.Millisecond}, napMax},
-		{"idle", 0, nil, 0},
+		{"none yet", 0, nil, 0},
 		{"rate", 1e3, []time.Duration{time.Millisecond}, 0},
 	} {
 		f := newLoopFixture(t, 1, false, tc.rate)
-		f.s.nap = int64(time.Hour) // a stale value the tick must replace
+		f.s.hist.Reset()           // the fixture's first round is not part of the case
+		f.s.nap = int64(time.Hour) // a stale value retune must replace
 		for _, l := range tc.lats {
 			f.s.record(int64(l))
 		}
-		f.s.now = mono()
-		f.s.tick()
-		if f.s.nap != int64(tc.want) {
+		f.s.retune()
+		// The histogram keeps 3 significant digits.
+		if d := f.s.nap - int64(tc.want); d < -int64(tc.want)/500 || d > int64(tc.want)/500 {
 			t.Errorf("%s: nap %v, want %v", tc.name, time.Duration(f.s.nap), tc.want)
-		}
-		// The next tick sees no new latencies: no nap.
-		f.s.tick()
-		if f.s.nap != 0 {
-			t.Errorf("%s: nap %v after an idle tick, want 0", tc.name, time.Duration(f.s.nap))
 		}
 	}
 }
 
 // With a nap set, a wait that finds a reply ready returns it at once, and one
-// that finds nothing naps and then blocks until the tick; neither allocates.
+// that finds nothing naps and then blocks until the tick; neither allocates,
+// nor does retune.
 func TestWaitNaps(t *testing.T) {
 	f := newLoopFixture(t, 1, false, 0)
 	ev := unix.EpollEvent{Events: evRead, Fd: f.c.idx, Pad: f.c.gen}
@@ -67,6 +63,8 @@ func TestWaitNaps(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() {
 		f.s.now = mono()
 		f.s.nextTick = f.s.now + int64(time.Millisecond)
+		f.s.record(int64(time.Millisecond))
+		f.s.retune()
 		f.s.wait()
 	})
 	if allocs != 0 {

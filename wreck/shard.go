@@ -16,9 +16,9 @@ const (
 	timerIdx    = -1 // epoll data of the --rate timerfd
 
 	// Wake-up coalescing (see wait): a nap is at most napMax and at most
-	// 1/napShare of the mean latency of the last tick; shorter than napMin it
-	// costs more than it saves and is skipped.
-	napMax   = 50 * time.Microsecond
+	// 1/napShare of the median latency so far; shorter than napMin it costs
+	// more than it saves and is skipped.
+	napMax   = 100 * time.Microsecond
 	napMin   = 10 * time.Microsecond
 	napShare = 32
 )
@@ -78,8 +78,7 @@ type shard struct {
 	nextTick int64
 	stopped  int64 // when the loop ended
 
-	latSum, latN int64 // latencies recorded since the last tick, for nap
-	nap          int64 // ns to wait before blocking in epoll_wait; 0: none
+	nap int64 // ns to wait before blocking in epoll_wait; 0: none (see retune)
 }
 
 // newShard builds shard id with conns connections; req is the prebuilt request.
@@ -168,6 +167,7 @@ func (s *shard) run(start, end int64) {
 		}
 		if s.now >= s.nextTick {
 			s.tick()
+			s.retune()
 			s.nextTick = s.now + int64(tick)
 		}
 		s.runPending()
@@ -226,9 +226,10 @@ func (s *shard) runPending() {
 // side a cross-CPU interrupt (tens of us on a VM) and us a context switch;
 // a client that outruns its server otherwise wakes for every few replies.
 // Pipelined x16 against nginx this took client+server CPU per request down
-// by a fifth, to below wrk's (docs/benchmarks.md). The nap delays reading a
-// reply by at most the nap, which is kept below 1/napShare of the latency
-// the shard measures, and is off under --rate, whose sends are timed.
+// by 8-14%, to at or below wrk's (docs/benchmarks.md). The nap delays reading a
+// reply by at most the nap, which is kept below 1/napShare of the median
+// latency the shard has measured, and is off under --rate, whose sends are
+// timed.
 func (s *shard) wait() (int, error) {
 	ms := s.waitMs()
 	if s.nap > 0 && ms > 0 {
@@ -238,6 +239,19 @@ func (s *shard) wait() (int, error) {
 		sysNanosleep(s.nap)
 	}
 	return sysEpollWait(s.epfd, s.ev, ms)
+}
+
+// retune sets the nap from the median latency so far (a scan of the
+// histogram, once a tick): the median, not the mean, so that a few stalls on
+// a busy machine do not lengthen it.
+func (s *shard) retune() {
+	s.nap = 0
+	if s.rate {
+		return
+	}
+	if nap := min(s.hist.ValueAtQuantile(50)/napShare, int64(napMax)); nap >= int64(napMin) {
+		s.nap = nap
+	}
 }
 
 // waitMs is how long epoll_wait may block: until the next tick or the end,
@@ -314,13 +328,6 @@ func (s *shard) tick() {
 			}
 		}
 	}
-	s.nap = 0
-	if s.latN > 0 && !s.rate {
-		if nap := min(s.latSum/s.latN/napShare, int64(napMax)); nap >= int64(napMin) {
-			s.nap = nap
-		}
-	}
-	s.latSum, s.latN = 0, 0
 	s.publish()
 	if s.stop.Load() { // once a tick, not per request
 		s.finished = true
