@@ -9,6 +9,11 @@
 //
 //	client ns: <client veth> 198.18.x.2/24  <==veth, N queues==>  <server veth> (no IP) :server ns
 //
+// NewImpaired builds the same lab with an impairment bridge (seeded loss,
+// reordering, duplication, corruption, delay) in a middle namespace, since
+// the kernel has no netem. NewNativePair builds one whose client end can run
+// a native (AF_XDP) load generator beside kernel clients.
+//
 // Namespaces are per OS thread in Linux. Every function here that enters a
 // namespace does so on a fresh goroutine locked to its OS thread and never
 // unlocks it, so the thread dies with the goroutine and no other goroutine ever

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // MaxXDPMTU is the largest veth MTU that native XDP accepts (larger: ERANGE).
@@ -75,8 +76,8 @@ func NewVeth(c VethConfig) error {
 	return nil
 }
 
-// LinkUp sets interface name in ns up.
-func LinkUp(ns *NS, name string) error {
+// withLink runs fn with a netlink handle in ns and the interface name there.
+func withLink(ns *NS, name string, fn func(h *netlink.Handle, l netlink.Link) error) error {
 	h, err := ns.Handle()
 	if err != nil {
 		return err
@@ -86,64 +87,55 @@ func LinkUp(ns *NS, name string) error {
 	if err != nil {
 		return fmt.Errorf("link %s in %s: %w", name, ns, err)
 	}
-	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("link %s up in %s: %w", name, ns, err)
-	}
-	return nil
+	return fn(h, l)
 }
 
-// DeleteLink deletes interface name in ns; a missing link is not an error.
-func DeleteLink(ns *NS, name string) error {
-	h, err := ns.Handle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	l, err := h.LinkByName(name)
-	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			return nil
+// LinkUp sets interface name in ns up.
+func LinkUp(ns *NS, name string) error {
+	return withLink(ns, name, func(h *netlink.Handle, l netlink.Link) error {
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("link %s up in %s: %w", name, ns, err)
 		}
-		return fmt.Errorf("link %s in %s: %w", name, ns, err)
+		return nil
+	})
+}
+
+// DeleteLink deletes interface name in ns; a missing link is not an error,
+// nor one that vanishes before LinkDel (ENODEV: its namespace was being freed).
+func DeleteLink(ns *NS, name string) error {
+	err := withLink(ns, name, func(h *netlink.Handle, l netlink.Link) error {
+		if err := h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("delete link %s in %s: %w", name, ns, err)
+		}
+		return nil
+	})
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		return nil
 	}
-	if err := h.LinkDel(l); err != nil {
-		return fmt.Errorf("delete link %s in %s: %w", name, ns, err)
-	}
-	return nil
+	return err
 }
 
 // AddAddr adds addr (with its prefix length) to interface name in ns.
 func AddAddr(ns *NS, name string, addr netip.Prefix) error {
-	h, err := ns.Handle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	l, err := h.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("link %s in %s: %w", name, ns, err)
-	}
-	a := &netlink.Addr{IPNet: &net.IPNet{
-		IP:   addr.Addr().AsSlice(),
-		Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
-	}}
-	if err := h.AddrAdd(l, a); err != nil {
-		return fmt.Errorf("add %s to %s in %s: %w", addr, name, ns, err)
-	}
-	return nil
+	return withLink(ns, name, func(h *netlink.Handle, l netlink.Link) error {
+		a := &netlink.Addr{IPNet: &net.IPNet{
+			IP:   addr.Addr().AsSlice(),
+			Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
+		}}
+		if err := h.AddrAdd(l, a); err != nil {
+			return fmt.Errorf("add %s to %s in %s: %w", addr, name, ns, err)
+		}
+		return nil
+	})
 }
 
 // HardwareAddr returns the MAC address of interface name in ns.
 func HardwareAddr(ns *NS, name string) (net.HardwareAddr, error) {
-	h, err := ns.Handle()
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	l, err := h.LinkByName(name)
-	if err != nil {
-		return nil, fmt.Errorf("link %s in %s: %w", name, ns, err)
-	}
-	return l.Attrs().HardwareAddr, nil
+	var mac net.HardwareAddr
+	err := withLink(ns, name, func(_ *netlink.Handle, l netlink.Link) error {
+		mac = l.Attrs().HardwareAddr
+		return nil
+	})
+	return mac, err
 }

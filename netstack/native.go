@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,24 @@ type NativeConfig struct {
 	Ports []uint16    // listen ports
 	Site  *httpd.Site // shared, read-only
 	Log   io.Writer   // access log (nil: none)
+	// Drain, shared by the shards of one interface, makes them finish a
+	// graceful stop together (see DrainGroup); nil: each shard alone.
+	Drain *DrainGroup
+}
+
+// DrainGroup lets the native shards of one interface finish draining
+// together. A shard whose connections have all closed keeps its queue open,
+// answering new SYNs with RST (its listener is closed), until every shard's
+// connections have closed: a queue whose socket is gone passes its frames to
+// the kernel, which would leave those clients unanswered. Control path only:
+// one atomic touched by Drained during a stop, never on the data path.
+type DrainGroup struct{ left atomic.Int32 }
+
+// NewDrainGroup is a DrainGroup for n shards.
+func NewDrainGroup(n int) *DrainGroup {
+	g := &DrainGroup{}
+	g.left.Store(int32(n))
+	return g
 }
 
 // NativeStats are the glue's own counters; the stack's, TCP's, httpd's and the
@@ -43,6 +62,7 @@ type NativeStats struct {
 	Timeouts uint64 // connections aborted by httpd's header or idle timeout
 	Forced   uint64 // connections aborted at the stop deadline
 	Kicks    uint64 // connections given a send opportunity outside a segment (drain, timeout)
+	Wakeups  uint64 // epoll events on the socket fd (a sleeping shard woken by received frames)
 }
 
 // Native is one shard's native stack. It is owned by the shard: every method
@@ -67,6 +87,9 @@ type Native struct {
 	tick    shard.Timer // Date header and access-log flush, each second
 	drain   bool
 	closed  bool
+	group   *DrainGroup
+	counted bool        // this shard's drain is counted in group
+	recheck shard.Timer // wakes the loop while waiting for the other shards
 	now     time.Time
 	stats   NativeStats
 	lastXsk afxdp.Stats // the socket's numbers as it closed, for the final report
@@ -152,6 +175,7 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 		eps:   make([]nativeEndpoint, len(cfg.Ports)),
 		kicks: make([]*nativeConn, 0, 64),
 		now:   now,
+		group: cfg.Drain,
 	}
 	for i, p := range cfg.Ports {
 		n.eps[i] = nativeEndpoint{n: n, port: p}
@@ -169,6 +193,7 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 	sh.AddStopper(n)
 	sh.AddReporter(n)
 	n.next.Init(func(time.Time) {})
+	n.recheck.Init(func(time.Time) {})
 	n.tick.Init(n.onTick)
 	n.srv.Tick(now)
 	n.wheel.Start(&n.tick, now.Truncate(time.Second).Add(time.Second))
@@ -197,7 +222,7 @@ func (n *Native) Stats() NativeStats { return n.stats }
 
 // Events implements shard.Source: the socket fd became readable. Nothing to
 // do here: the loop polls the rings at its next iteration.
-func (n *Native) Events(evs []shard.Event, now time.Time) {}
+func (n *Native) Events(evs []shard.Event, now time.Time) { n.stats.Wakeups++ }
 
 // Poll implements shard.Poller: connections kicked by timers or the drain get
 // their send opportunity, then the stack runs over the link once. It reports
@@ -347,9 +372,29 @@ func (n *Native) Drain(now time.Time) {
 	}
 }
 
-// Drained implements shard.Stopper: httpd holds no connection. Connections
-// in TIME-WAIT hold no httpd state and do not count.
-func (n *Native) Drained() bool { return n.open == 0 }
+// Drained implements shard.Stopper: httpd holds no connection (connections
+// in TIME-WAIT hold no httpd state and do not count), and neither do the
+// other shards of the DrainGroup; while they do, the loop wakes every 10 ms
+// to look again.
+func (n *Native) Drained() bool {
+	if n.open > 0 {
+		return false
+	}
+	if n.group == nil {
+		return true
+	}
+	if !n.counted {
+		n.counted = true
+		n.group.left.Add(-1)
+	}
+	if n.group.left.Load() <= 0 {
+		return true
+	}
+	if !n.recheck.Armed() {
+		n.wheel.Start(&n.recheck, n.now.Add(10*time.Millisecond))
+	}
+	return false
+}
 
 // Close implements shard.Stopper: abort what is left with RST, give every
 // frame back and close the socket (its UMEM is unmapped and it leaves the
@@ -370,6 +415,7 @@ func (n *Native) Close() {
 	n.link.Flush()
 	n.wheel.Stop(&n.tick)
 	n.wheel.Stop(&n.next)
+	n.wheel.Stop(&n.recheck)
 	n.srv.Tick(n.now) // flush the access log
 	n.stack.Close(n.link)
 	n.lastXsk, _ = n.sock.Stats()

@@ -30,24 +30,42 @@ func (intTicks) Ticks(min, max float64) []plot.Tick {
 	return t
 }
 
-// kiloTicks labels requests/s as 120K, 1.5M.
-type kiloTicks struct{ plot.DefaultTicks }
+// rateTicks labels four to seven round values from 0 to the top of the axis
+// (steps of 1, 2, 2.5 or 5 times a power of ten) as 0, 250K, 1.5M.
+type rateTicks struct{}
 
-func (k kiloTicks) Ticks(min, max float64) []plot.Tick {
-	t := k.DefaultTicks.Ticks(min, max)
-	for i := range t {
-		if t[i].Label == "" {
-			continue
+func (rateTicks) Ticks(min, max float64) []plot.Tick {
+	if max <= min {
+		return []plot.Tick{{Value: min, Label: rateLabel(min)}}
+	}
+	raw := (max - min) / 6
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := pow * 10
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*pow >= raw {
+			step = m * pow
+			break
 		}
-		v := t[i].Value
-		switch {
-		case v >= 1e6:
-			t[i].Label = strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
-		case v >= 1e3:
-			t[i].Label = strconv.FormatFloat(v/1e3, 'g', 3, 64) + "K"
+	}
+	var t []plot.Tick
+	for v := math.Ceil(min/step) * step; v <= max; v += step {
+		t = append(t, plot.Tick{Value: v, Label: rateLabel(v)})
+		if mid := v + step/2; mid <= max {
+			t = append(t, plot.Tick{Value: mid}) // unlabelled minor tick
 		}
 	}
 	return t
+}
+
+func rateLabel(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "K"
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
 }
 
 func drawSVG(in input, out string) error {
@@ -57,7 +75,7 @@ func drawSVG(in input, out string) error {
 	p.X.Label.Text = in.XLabel
 	p.Y.Label.Text = in.YLabel
 	p.X.Tick.Marker = intTicks{}
-	p.Y.Tick.Marker = kiloTicks{}
+	p.Y.Tick.Marker = rateTicks{}
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
@@ -88,8 +106,11 @@ func drawSVG(in input, out string) error {
 		line.Width = vg.Points(1.5)
 		points.Color = plotutil.Color(ci)
 		points.Shape = plotutil.Shape(ci)
-		if s.Dashed {
+		switch {
+		case s.Dashed:
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		case s.Dotted:
+			line.Dashes = []vg.Length{vg.Points(1.5), vg.Points(2)}
 		}
 		bars, err := plotter.NewYErrorBars(e)
 		if err != nil {

@@ -26,6 +26,7 @@ type input struct {
 	Series []struct {
 		Name   string `json:"name"`
 		Dashed bool   `json:"dashed"`
+		Dotted bool   `json:"dotted"`
 		Points []struct {
 			X, Y, Lo, Hi float64
 		} `json:"points"`

@@ -42,3 +42,24 @@ func TestPlot(t *testing.T) {
 		t.Errorf("run accepted an input without series")
 	}
 }
+
+func TestRateTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (rateTicks{}).Ticks(0, 270000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0 50K 100K 150K 200K 250K" {
+		t.Errorf("ticks 0-270000: %s", got)
+	}
+	labels = nil
+	for _, tk := range (rateTicks{}).Ticks(0, 1.9e6) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0 500K 1M 1.5M" {
+		t.Errorf("ticks 0-1.9M: %s", got)
+	}
+}

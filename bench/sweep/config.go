@@ -12,8 +12,15 @@ import (
 // Server and client names, in the order they run within a round.
 var (
 	AllServers = []string{"native", "posix", "nginx", "fasthttp", "gnet"}
-	AllClients = []string{"wreck", "wrk"}
+	AllClients = []string{"wreck", "wrk", "wreck-native"}
 )
+
+// nativeOnlyClient explains why wreck-native drives percore native only: the
+// lab pairs two native ends, as Seastar's test paired seawreck with httpd on
+// the same native stack. Against the kernel-stack servers in this lab it gets
+// no responses: the kernel end of the veth runs no XDP program, and frames
+// an AF_XDP socket sends into a veth need one on the receiving end.
+const nativeOnlyClient = "wreck-native drives percore native only: two native ends, as seawreck and Seastar's httpd"
 
 // Config is one sweep. The zero value is not valid; start from
 // DefaultConfig or QuickConfig.
@@ -40,6 +47,8 @@ type Config struct {
 	IRQAffinity     bool       // point queue q's interrupt at shard q's CPU for each shard count
 	ClientWreck     string     // wreck's path on the client machine
 	ClientWrkScript string     // bench/wrk-pipeline.lua's path on the client machine
+
+	ReportFrom string `json:"-"` // rewrite the outputs from this saved JSON instead of measuring
 
 	Out  string // markdown file whose sweep section is replaced ("" : none)
 	SVG  string // plot of req/s per shard count for the first pipeline depth ("": none)
@@ -124,6 +133,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Iface != "" {
+		if slices.Contains(c.Clients, "wreck-native") {
+			return fmt.Errorf("--clients wreck-native runs only in the lab: on bare metal run wreck --network-stack native on the client machine by hand, or drop it")
+		}
 		if len(c.ServerCPUs) == 0 {
 			return fmt.Errorf("--iface %s needs --cpuset, the CPUs on the NIC's NUMA node for the shards", c.Iface)
 		}

@@ -46,6 +46,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.Out, "out", c.Out, "markdown file whose sweep section is replaced (empty: none)")
 	fs.StringVar(&c.SVG, "svg", c.SVG, "SVG plot of req/s per shard count (empty: none)")
 	fs.StringVar(&c.JSON, "json", c.JSON, "raw samples as JSON (empty: none)")
+	fs.StringVar(&c.ReportFrom, "report-from", "", "do not measure: rewrite the report and plots from a saved --json file")
 	fs.StringVar(&c.Iface, "iface", "", "bare metal: serve on this NIC (no lab); needs --host-ipv4-addr, --cpuset, --client-exec")
 	var addr, cpuset, clientExec string
 	fs.StringVar(&addr, "host-ipv4-addr", "", "bare metal: the server's IPv4 address on --iface")
@@ -84,6 +85,9 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 		c.ServerCPUs = set
 	}
 	c.ClientExec = strings.Fields(clientExec)
+	if c.Iface != "" && clients == strings.Join(AllClients, ",") {
+		c.Clients = []string{"wreck", "wrk"} // the native client needs the client machine's NIC
+	}
 	if c.Iface != "" && !smps.set {
 		c.SMPs = seq(1, len(c.ServerCPUs))
 	}
@@ -162,10 +166,6 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench sweep: %v\n", err)
 		return 2
 	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(stderr, "bench sweep: needs root (network namespaces, veth, XDP): run it with sudo")
-		return 1
-	}
 	cfg.Log = stderr
 	// Output paths are relative to the repository root, like the defaults.
 	for _, p := range []*string{&cfg.Out, &cfg.SVG, &cfg.JSON} {
@@ -173,7 +173,15 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 			*p = filepath.Join(cfg.Root, *p)
 		}
 	}
-	res, err := Run(ctx, cfg)
+	var res *Results
+	if cfg.ReportFrom != "" {
+		res, err = LoadResults(cfg.ReportFrom, cfg)
+	} else if os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "bench sweep: needs root (network namespaces, veth, XDP): run it with sudo")
+		return 1
+	} else {
+		res, err = Run(ctx, cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bench sweep: %v\n", err)
 		return 1
@@ -182,7 +190,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench sweep: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "bench sweep: wrote %s\n", strings.Join(nonEmpty(cfg.Out, cfg.SVG, cfg.JSON), ", "))
+	fmt.Fprintf(stderr, "bench sweep: wrote %s\n", strings.Join(nonEmpty(res.Config.Out, res.Config.SVG, res.Config.JSON), ", "))
 	return 0
 }
 

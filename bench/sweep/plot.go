@@ -19,10 +19,12 @@ type PlotInput struct {
 	Series []PlotSeries `json:"series"`
 }
 
-// PlotSeries is one line; Dashed marks the second client's lines.
+// PlotSeries is one line: solid for wreck, dashed for wrk, dotted for
+// wreck-native.
 type PlotSeries struct {
 	Name   string      `json:"name"`
 	Dashed bool        `json:"dashed"`
+	Dotted bool        `json:"dotted"`
 	Points []PlotPoint `json:"points"`
 }
 
@@ -44,7 +46,7 @@ func (r *Results) plotInput(pl int) PlotInput {
 	}
 	in := PlotInput{Title: title, XLabel: "shards (--smp, workers, GOMAXPROCS)", YLabel: "requests/s (median, min–max)"}
 	for _, row := range r.rows(pl) {
-		s := PlotSeries{Name: Labels[row[0]] + " · " + row[1], Dashed: row[1] != r.Config.Clients[0]}
+		s := PlotSeries{Name: Labels[row[0]] + " · " + row[1], Dashed: row[1] == "wrk", Dotted: row[1] == "wreck-native"}
 		for _, k := range r.Config.SMPs {
 			if samples := r.find(Key{row[0], row[1], pl, k}); len(samples) > 0 {
 				sp := spreadOf(field(samples, func(s Sample) float64 { return s.ReqPerSec }))
@@ -100,4 +102,22 @@ func ModulePlotter(ctx context.Context, root string) func(in, out string) error 
 		}
 		return nil
 	}
+}
+
+// LoadResults reads a sweep saved with --json, to rewrite its report and
+// plots into out's Out, SVG and JSON paths without measuring again.
+func LoadResults(path string, out Config) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read saved sweep: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parse saved sweep %s: %w", path, err)
+	}
+	if r.Config == nil || len(r.Points) == 0 {
+		return nil, fmt.Errorf("saved sweep %s has no config or no samples: give a file written by bench sweep --json", path)
+	}
+	r.Config.Out, r.Config.SVG, r.Config.JSON = out.Out, out.SVG, ""
+	return &r, nil
 }

@@ -45,7 +45,12 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("Method: %d interleaved round(s); in each round every server is started fresh (pinned, k shards or workers),\n", cfg.Rounds)
 	p("probed with GET /, warmed up %v with wreck, then driven by each client for %v with %d connections in total\n", cfg.Warmup, cfg.Duration, cfg.Conns)
 	p("(wreck `--json`; wrk `--latency`, pipelining through `bench/wrk-pipeline.lua`). Cells are the median (min–max) over rounds.\n")
-	p("wreck times every request; wrk has no p99.9, and with pipelining it records one latency per batch of pipelined requests.\n")
+	if slices.Contains(cfg.Clients, "wreck-native") {
+		p("wreck-native is wreck on percore's native stack (AF_XDP on the client end, userspace TCP), one client shard per queue;\n")
+		p("%s.\n", nativeOnlyClient)
+	}
+	p("wreck times every request; wrk has no p99.9, with pipelining it records one latency per batch of pipelined requests,\n")
+	p("and it now and then prints 0.00us for a percentile: latency cells are medians over the rounds that reported one (– if none did).\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
 	p("Servers: %s.\n", r.serverList())
@@ -53,10 +58,12 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
 	}
 	p("\n")
-	if len(r.Skipped) > 0 {
-		keys := sortedKeys(r.Skipped)
-		for _, k := range keys {
+	if len(r.Skipped)+len(r.SkippedClients) > 0 {
+		for _, k := range sortedKeys(r.Skipped) {
 			p("- skipped %s: %s\n", Labels[k], r.Skipped[k])
+		}
+		for _, k := range sortedKeys(r.SkippedClients) {
+			p("- skipped client %s: %s\n", k, r.SkippedClients[k])
 		}
 		p("\n")
 	}
@@ -73,6 +80,7 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 		r.smpTable(w, pl, "#### Whole-machine CPU-µs per request", func(s Sample) float64 { return s.CPUPerReq })
 		r.latencyTable(w, pl, "wreck", []string{"p50", "p90", "p99", "p99.9", "max"})
 		r.latencyTable(w, pl, "wrk", []string{"p50", "p90", "p99", "max"})
+		r.latencyTable(w, pl, "wreck-native", []string{"p50", "p90", "p99", "p99.9", "max"})
 	}
 	r.seastarTable(w)
 	p("%s\n", EndMark)
@@ -169,7 +177,20 @@ func (r *Results) latencyTable(w io.Writer, pl int, client string, cols []string
 			}
 			fmt.Fprintf(w, "| %s | %d |", Labels[row[0]], k)
 			for _, c := range cols {
-				fmt.Fprintf(w, " %s |", formatNum(spreadOf(field(s, pick[c])).med))
+				// A latency of 0 or less is one the client did not report
+				// (wrk prints 0.00us for a percentile now and then under
+				// pipelining): the median is over the rounds that have one.
+				var v []float64
+				for _, x := range field(s, pick[c]) {
+					if x > 0 {
+						v = append(v, x)
+					}
+				}
+				if len(v) == 0 {
+					fmt.Fprint(w, " – |")
+					continue
+				}
+				fmt.Fprintf(w, " %s |", formatNum(spreadOf(v).med))
 			}
 			var errs uint64
 			for _, x := range s {
@@ -186,9 +207,13 @@ func (r *Results) latencyTable(w io.Writer, pl int, client string, cols []string
 // differs between the two setups.
 func (r *Results) seastarTable(w io.Writer) {
 	pl := r.Config.Pipeline[0]
+	client := "wreck"
+	if r.hasClient("wreck-native") {
+		client = "wreck-native" // the closest to seawreck on Seastar's native stack
+	}
 	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
 	p("### Beside Seastar's published sweep\n\n")
-	p("%s (from DESIGN.md), and percore native driven by wreck, pipeline %d, from this sweep; – where a setup has no figure:\n\n", seastarRef, pl)
+	p("%s (from DESIGN.md), and percore native driven by %s, pipeline %d, from this sweep; – where a setup has no figure:\n\n", seastarRef, client, pl)
 	p("| cores | Seastar req/s | Seastar req/s per core | percore native req/s | percore native req/s per core |\n|---:|---:|---:|---:|---:|\n")
 	cores := slices.Clone(r.Config.SMPs)
 	for _, s := range seastar {
@@ -205,7 +230,7 @@ func (r *Results) seastarTable(w io.Writer) {
 			}
 		}
 		our, ourCore := "–", "–"
-		if s := r.find(Key{"native", "wreck", pl, k}); len(s) > 0 {
+		if s := r.find(Key{"native", client, pl, k}); len(s) > 0 {
 			m := spreadOf(field(s, func(s Sample) float64 { return s.ReqPerSec })).med
 			our, ourCore = formatNum(m), formatNum(m/float64(k))
 		}
@@ -218,9 +243,10 @@ func (r *Results) seastarTable(w io.Writer) {
 	p("  only, one skb per transmitted frame (DESIGN.md: about 250-320 kpps reflected per core); on i40e, ice or mlx5 percore\n")
 	p("  binds zero-copy. Seastar's per-core figure (about 318K req/s, one request and one response frame each) is above\n")
 	p("  what copy mode on veth can carry per core.\n")
-	p("- Client: seawreck ran on separate machines, so no client work landed on the server's cores. Here wreck and wrk run\n")
-	p("  on kernel TCP in the client namespace on the same machine (on the spare CPUs, or sharing them at smp = nproc) and\n")
-	p("  cost about as much CPU per request as the servers: read the CPU-µs/req table as well as req/s.\n")
+	p("- Client: seawreck ran on separate machines, on Seastar's native stack, so no client work landed on the server's\n")
+	p("  cores. Here the clients share the machine (the spare CPUs, or all of them at smp = nproc): wreck and wrk on kernel\n")
+	p("  TCP cost about as much CPU per request as the servers; wreck-native (percore's own stack, AF_XDP copy mode, the\n")
+	p("  closest to seawreck) takes kernel TCP out of the client. Read the CPU-µs/req table as well as req/s.\n")
 	p("- To reproduce Seastar's setup, run `bench/baremetal-sweep.sh` on the dual-Xeon 40GbE target with a second machine\n")
 	p("  as the client, prepared as in [tuning.md](tuning.md).\n\n")
 }
@@ -241,7 +267,13 @@ func Replace(doc, section string) (string, error) {
 	e := strings.Index(doc, EndMark)
 	switch {
 	case b >= 0 && e > b:
-		return doc[:b] + strings.TrimRight(section, "\n") + doc[e+len(EndMark):], nil
+		// Whatever follows the section (hand-written notes, the next
+		// section) stays, one blank line below the end marker.
+		rest := strings.TrimLeft(doc[e+len(EndMark):], "\n")
+		if rest != "" {
+			rest = "\n" + rest
+		}
+		return doc[:b] + strings.TrimRight(section, "\n") + "\n" + rest, nil
 	case b >= 0 || e >= 0:
 		return "", fmt.Errorf("the sweep markers in the document are unpaired or out of order: fix them by hand (%q ... %q)", BeginMark, EndMark)
 	}

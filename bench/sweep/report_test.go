@@ -59,7 +59,7 @@ func TestReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(doc2, "old") || !strings.Contains(doc2, "newer") || !strings.HasSuffix(doc2, "\n## Later\n") ||
+	if strings.Contains(doc2, "old") || !strings.Contains(doc2, "newer") || !strings.HasSuffix(doc2, EndMark+"\n\n## Later\n") ||
 		strings.Count(doc2, Heading) != 1 {
 		t.Fatalf("replace:\n%s", doc2)
 	}
@@ -85,5 +85,22 @@ func TestParseTables(t *testing.T) {
 		if _, err := ParseTables(bad); err == nil {
 			t.Errorf("ParseTables accepted %q", bad)
 		}
+	}
+}
+
+// TestLatencyTableSkipsUnreported checks that a percentile wrk printed as 0
+// in some rounds is the median of the others, and "–" when no round has it.
+func TestLatencyTableSkipsUnreported(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SMPs, cfg.Servers, cfg.Clients = []int{1}, []string{"posix"}, []string{"wrk"}
+	r := &Results{Config: &cfg, Points: []*Point{{Key: Key{"posix", "wrk", 1, 1}, Samples: []Sample{
+		{P50: 100, P90: 300, P99: 0, Max: 900},
+		{P50: 200, P90: 0, P99: 0, Max: 700},
+		{P50: 300, P90: 500, P99: 0, Max: 800},
+	}}}}
+	var b strings.Builder
+	r.latencyTable(&b, 1, "wrk", []string{"p50", "p90", "p99", "max"})
+	if !strings.Contains(b.String(), "| percore posix | 1 | 200.0 | 400.0 | – | 800.0 | 0 |") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"percore/lab"
 )
 
 // Labels are the servers' names in tables and the plot.
@@ -32,6 +34,9 @@ func serverPort(name string) int {
 	panic("sweep: unknown server " + name) // names are validated by Config
 }
 
+// peersBuildLimit bounds building bench/peers, downloads included.
+const peersBuildLimit = 2 * time.Minute
+
 // binaries are the programs the sweep built into its temporary directory.
 type binaries struct {
 	dir          string
@@ -45,7 +50,7 @@ type binaries struct {
 // modules) only skips fasthttp and gnet.
 func build(ctx context.Context, root, dir string, needPeers bool) (*binaries, error) {
 	b := &binaries{dir: dir, httpd: filepath.Join(dir, "httpd"), wreck: filepath.Join(dir, "wreck")}
-	gobuild := func(moddir, out string, pkgs ...string) error {
+	gobuild := func(ctx context.Context, moddir, out string, pkgs ...string) error {
 		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", out}, pkgs...)...)
 		cmd.Dir = moddir
 		if o, err := cmd.CombinedOutput(); err != nil {
@@ -53,15 +58,19 @@ func build(ctx context.Context, root, dir string, needPeers bool) (*binaries, er
 		}
 		return nil
 	}
-	if err := gobuild(root, b.httpd, "./cmd/httpd"); err != nil {
+	if err := gobuild(ctx, root, b.httpd, "./cmd/httpd"); err != nil {
 		return nil, err
 	}
-	if err := gobuild(root, b.wreck, "./cmd/wreck"); err != nil {
+	if err := gobuild(ctx, root, b.wreck, "./cmd/wreck"); err != nil {
 		return nil, err
 	}
 	if needPeers {
+		// Its modules may have to be downloaded: bounded, so a machine
+		// without a module proxy skips the peers instead of hanging.
+		pctx, cancel := context.WithTimeout(ctx, peersBuildLimit)
+		defer cancel()
 		b.peers = filepath.Join(dir, "peers")
-		if b.peersErr = gobuild(filepath.Join(root, "bench", "peers"), b.peers, "."); b.peersErr != nil {
+		if b.peersErr = gobuild(pctx, filepath.Join(root, "bench", "peers"), b.peers, "."); b.peersErr != nil {
 			b.peers = ""
 		}
 	}
@@ -166,6 +175,16 @@ func clientArgv(client string, cfg *Config, b *binaries, t *target, port, pipeli
 		if len(t.clientCPUs) > 0 {
 			argv = append(argv, "--cpuset", cpuList(t.clientCPUs))
 		}
+	case "wreck-native":
+		// wreck on percore's native stack, on the client end's queues with an
+		// address no kernel interface holds (lab.NativePair's .3); it enters
+		// the client namespace itself (--netns). One client shard per queue at
+		// most: the lab has as many queues as server shards.
+		n := min(t.threads, t.queues)
+		argv = []string{b.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
+			"--host-ipv4-addr", lab.Host(t.lab.Subnet, 3).String(), "--netmask-ipv4-addr", "255.255.255.0",
+			"--server", addr, "--smp", strconv.Itoa(n), "--cpuset", cpuList(t.clientCPUs[:n]),
+			"--conn", strconv.Itoa(cfg.Conns), "--pipeline", strconv.Itoa(pipeline), "--duration", secs + "s", "--json"}
 	case "wrk":
 		argv = append(argv, "wrk", "-t", strconv.Itoa(min(t.threads, cfg.Conns)), "-c", strconv.Itoa(cfg.Conns),
 			"-d", secs+"s", "--latency")

@@ -27,16 +27,27 @@ type Point struct {
 
 // Results is a finished sweep.
 type Results struct {
-	Machine    Machine           `json:"machine"`
-	Target     string            `json:"target"` // the lab or NIC of the last shard count
-	Started    time.Time         `json:"started"`
-	Finished   time.Time         `json:"finished"`
-	LoadBefore string            `json:"load_before"`
-	LoadAfter  string            `json:"load_after"`
-	Points     []*Point          `json:"points"`
-	Skipped    map[string]string `json:"skipped"`  // server -> why it did not run
-	XDPMode    string            `json:"xdp_mode"` // the native stack's bind line for queue 0 (zero-copy or copy)
-	Config     *Config           `json:"config"`
+	Machine        Machine           `json:"machine"`
+	Target         string            `json:"target"` // the lab or NIC of the last shard count
+	Started        time.Time         `json:"started"`
+	Finished       time.Time         `json:"finished"`
+	LoadBefore     string            `json:"load_before"`
+	LoadAfter      string            `json:"load_after"`
+	Points         []*Point          `json:"points"`
+	Skipped        map[string]string `json:"skipped"`         // server -> why it did not run
+	SkippedClients map[string]string `json:"skipped_clients"` // client -> why it did not run
+	XDPMode        string            `json:"xdp_mode"`        // the native stack's bind line for queue 0 (zero-copy or copy)
+	Config         *Config           `json:"config"`
+}
+
+// hasClient reports whether client has any sample at all.
+func (r *Results) hasClient(client string) bool {
+	for _, p := range r.Points {
+		if p.Client == client {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Results) point(k Key) *Point {
@@ -76,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg(), Skipped: map[string]string{}, Config: &cfg}
+	res := &Results{Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg(), Skipped: map[string]string{}, SkippedClients: map[string]string{}, Config: &cfg}
 	if bins.peersErr != nil {
 		for _, s := range []string{"fasthttp", "gnet"} {
 			if slices.Contains(cfg.Servers, s) {
@@ -166,6 +177,12 @@ func measureServer(ctx context.Context, cfg *Config, bins *binaries, t *target, 
 	}
 	for _, pl := range cfg.Pipeline {
 		for _, client := range cfg.Clients {
+			if _, skip := res.SkippedClients[client]; skip {
+				continue
+			}
+			if client == "wreck-native" && name != "native" {
+				continue // native client, native server: see nativeOnlyClient
+			}
 			argv := clientArgv(client, cfg, bins, t, port, pl, cfg.Duration)
 			mctx, cancel := runCtx(ctx, cfg.Duration)
 			s, err := measure(mctx, client, argv)
@@ -173,6 +190,13 @@ func measureServer(ctx context.Context, cfg *Config, bins *binaries, t *target, 
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if client == "wreck-native" && !res.hasClient(client) {
+					// Its own preconditions (XDP on the client end) failed
+					// before it ever ran: skip the client, not the sweep.
+					res.SkippedClients[client] = firstLine(err.Error())
+					logf("skip client %s: %v", client, err)
+					continue
 				}
 				return fmt.Errorf("smp %d round %d %s <- %s pipeline %d: %w (server: %s)", smp, round, Labels[name], client, pl, err, p.tail())
 			}
@@ -209,7 +233,7 @@ func measure(ctx context.Context, client string, argv []string) (Sample, error) 
 		return Sample{}, err
 	}
 	var s Sample
-	if client == "wrk" {
+	if client == "wrk" { // wreck and wreck-native print wreck --json
 		s, err = ParseWrk(out)
 	} else {
 		s, err = ParseWreck(out)

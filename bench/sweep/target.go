@@ -28,6 +28,7 @@ type target struct {
 	clientCPUs []int  // local CPUs for the client (lab only; nil on bare metal)
 	threads    int    // client threads: wrk -t, wreck --smp
 	wreck      string // wreck's path where the client runs
+	queues     int    // lab queues on each end (lab only)
 	describe   string
 	lab        *lab.Lab
 }
@@ -51,7 +52,7 @@ func newLabTarget(smp int) (*target, error) {
 		serverIP: l.ServerIP, iface: l.ServerIf,
 		serverPre: []string{"ip", "netns", "exec", l.ServerNS.Name},
 		clientPre: []string{"ip", "netns", "exec", l.ClientNS.Name},
-		lab:       l,
+		lab:       l, queues: smp,
 	}
 	t.serverCPUs = seq(n-smp, n-1)
 	t.clientCPUs = seq(0, n-smp-1)

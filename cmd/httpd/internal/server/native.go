@@ -121,6 +121,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	var seed [8]byte
 	rand.Read(seed[:])
 	natives := make([]*netstack.Native, len(cpus))
+	drain := netstack.NewDrainGroup(len(cpus))
 	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		sock, err := afxdp.Open(afxdp.Config{Interface: iface, Queue: sh.ID, FrameCount: no.Frames, Logf: once(sh.ID, logf)})
 		if err != nil {
@@ -137,6 +138,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			Ports: ports,
 			Site:  site,
 			Log:   logw,
+			Drain: drain,
 		}, time.Now())
 		if err != nil {
 			return fmt.Errorf("shard %d: %w", sh.ID, err)

@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -173,13 +177,21 @@ func TestNativeGracefulStop(t *testing.T) {
 		if nt.total("tcp.no_port_rst") > 0 || time.Now().After(deadline) {
 			break
 		}
-		conn, err := nt.dial.DialContext(t.Context(), "tcp", nt.Addr.String())
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		conn, err := nt.dial.DialContext(ctx, "tcp", nt.Addr.String())
+		cancel()
 		if err == nil {
 			conn.Close()
 			t.Fatalf("a new connection was accepted while draining")
 		}
 		if !strings.Contains(err.Error(), "refused") {
-			t.Fatalf("connect while draining: %v, want connection refused (RST)", err)
+			done := false
+			select {
+			case <-nt.Done():
+				done = true
+			default:
+			}
+			t.Fatalf("connect while draining: %v, want connection refused (RST); server exited %v, final %v", err, done, shard.Merge(nt.group.Final()))
 		}
 	}
 	if nt.total("tcp.no_port_rst") == 0 {
@@ -203,5 +215,110 @@ func TestNativeGracefulStop(t *testing.T) {
 	f := shard.Merge(nt.group.Final())
 	if f.Get("native.forced") != 0 || f.Get("native.open") != 0 {
 		t.Fatalf("final: forced %d open %d, want a clean drain", f.Get("native.forced"), f.Get("native.open"))
+	}
+}
+
+// TestNativeSleepsAndPollMode checks that an idle native shard blocks in
+// epoll_wait and that frames wake it through the AF_XDP socket's fd, and
+// that --poll-mode never sleeps.
+func TestNativeSleepsAndPollMode(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("poll-mode %v", poll), func(t *testing.T) {
+			nt := startNativeTest(t, 1, nil, "", func(o *Options) { o.PollMode = poll })
+			for i := 0; i < 5; i++ {
+				if code, _, _ := get(t, nt.client, fmt.Sprintf("%s/f%d.txt", nt.url, i)); code != 200 {
+					t.Fatalf("GET: %d", code)
+				}
+				time.Sleep(20 * time.Millisecond) // let the shard go idle between requests
+			}
+			m := shard.Merge(nt.Stats())
+			if poll {
+				if m.Loop.Sleeps != 0 {
+					t.Fatalf("--poll-mode: %d sleeps", m.Loop.Sleeps)
+				}
+				return
+			}
+			if m.Loop.Sleeps == 0 || m.Get("native.wakeups") == 0 {
+				t.Fatalf("idle shard: %d sleeps, %d socket wakeups; want both > 0", m.Loop.Sleeps, m.Get("native.wakeups"))
+			}
+		})
+	}
+}
+
+// TestNativeTimeoutsResetsAndLog covers the connection ends that do not come
+// from the client's FIN: httpd's header timeout (slowloris) and idle timeout
+// close connections through the glue's timers, a client that resets in the
+// middle of a 1 MiB response does not disturb another connection, and the
+// access log gets every request.
+func TestNativeTimeoutsResetsAndLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) {
+		o.HeaderTimeout = 300 * time.Millisecond
+		o.IdleTimeout = 500 * time.Millisecond
+		o.AccessLog = logPath
+	})
+	slow, slowBR := nt.raw(nt.Addr.String())
+	_, err := io.WriteString(slow, "GET / HTTP/1.1\r\nHost: x\r\n") // never finished
+	must(t, err)
+	idle, idleBR := nt.raw(nt.Addr.String())
+	_, err = io.WriteString(idle, "GET /f0.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	if resp, _ := readResponse(t, idleBR, "GET"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// A client that resets in the middle of a response.
+	rst, rstBR := nt.raw(nt.Addr.String())
+	_, err = io.WriteString(rst, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	rstBR.Peek(1000)
+	rst.(*net.TCPConn).SetLinger(0)
+	rst.Close()
+	// Another connection is not disturbed.
+	nt.checkFile(nt.httpClient(false), "m1.bin")
+
+	expectClosed(t, slow, slowBR)
+	expectClosed(t, idle, idleBR)
+	slow.Close() // the server's side waits in FIN-WAIT-2 for these FINs
+	idle.Close()
+	for deadline := time.Now().Add(10 * time.Second); nt.total("native.open") != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open", nt.total("native.open"))
+		}
+	}
+	m := shard.Merge(nt.Stats())
+	if m.Get("native.timeouts") < 2 || m.Get("http.timeouts") < 2 || m.Get("tcp.resets_in") < 1 {
+		t.Fatalf("timeouts %d (http %d), resets in %d; want 2, 2, 1", m.Get("native.timeouts"), m.Get("http.timeouts"), m.Get("tcp.resets_in"))
+	}
+	nt.stop() // flushes the access log
+	b, err := os.ReadFile(logPath)
+	must(t, err)
+	if !strings.Contains(string(b), `"GET /f0.txt HTTP/1.1" 200`) || !strings.Contains(string(b), `"GET /m1.bin HTTP/1.1" 200`) ||
+		!strings.HasPrefix(string(b), nt.Lab.ClientIP.String()+" ") {
+		t.Fatalf("access log:\n%s", b)
+	}
+}
+
+// TestNativeStalledReaderAborted: a client that asks for 1 MiB and never
+// reads leaves the response in flight against its zero window; httpd's idle
+// timeout drops the output, and the glue then aborts the connection with RST
+// (nothing consistent is left to send), freeing it at once.
+func TestNativeStalledReaderAborted(t *testing.T) {
+	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) { o.IdleTimeout = 500 * time.Millisecond })
+	c, _ := nt.raw(nt.Addr.String())
+	c.(*net.TCPConn).SetReadBuffer(4096) // a small window fills at once
+	_, err := io.WriteString(c, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	for deadline := time.Now().Add(15 * time.Second); nt.total("native.open") != 0 || nt.total("native.accepted") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stalled connection not aborted: open %d", nt.total("native.open"))
+		}
+	}
+	m := shard.Merge(nt.Stats())
+	if m.Get("native.timeouts") != 1 || m.Get("tcp.resets_out") == 0 || m.Get("tcp.conns") != 0 {
+		t.Fatalf("timeouts %d, resets out %d, tcp conns %d; want 1, >0, 0", m.Get("native.timeouts"), m.Get("tcp.resets_out"), m.Get("tcp.conns"))
+	}
+	_, err = io.Copy(io.Discard, c)
+	if err == nil || !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("client read after the abort: %v, want connection reset", err)
 	}
 }

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# native-vs-posix.sh: requests/s and whole-machine CPU-µs per request of
+# percore's httpd on the native stack (AF_XDP + userspace TCP/IP), the same
+# httpd on the posix stack (kernel TCP), and nginx, all across the same veth
+# lab and driven by the same client: wrk in the client namespace, keep-alive.
+# One interleaved run (A B C A B C ...), medians over the rounds; prints a
+# markdown table.
+#
+#   sudo bench/native-vs-posix.sh            # 3 rounds of 5 s per server
+#   sudo ROUNDS=5 DURATION=10s bench/native-vs-posix.sh
+#
+# The lab: a veth pair with one queue per end between a server namespace and
+# a client namespace (addresses from 198.18.0.0/15, names with this script's
+# pid, removed on exit). The server end carries the kernel address .3 for
+# the posix httpd and nginx; the native httpd answers for .1 on the same
+# interface (its XDP program steers .1's ARP, ICMP and listen port to its
+# AF_XDP socket and passes everything else to the kernel). Client end:
+# tx checksum/TSO/GSO offloads off (the native stack drops partial
+# checksums), net.core.txrehash=0.
+#
+# Every server runs one shard / worker on CPU 1, wrk on CPU 0 (taskset). CPU
+# per request counts every busy jiffy of the machine (/proc/stat: user, nice,
+# system, irq, softirq) during the wrk run, divided by the requests served:
+# client, server and the kernel's veth work together, so compare the ratios.
+# Everything it starts is stopped by pid; its files live in one temp dir.
+set -euo pipefail
+export PATH=$PATH:/usr/local/go/bin
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-1}
+
+[[ $(id -u) == 0 ]] || { echo "native-vs-posix: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
+for tool in wrk nginx taskset ip ethtool curl go; do
+	command -v "$tool" >/dev/null || { echo "native-vs-posix: $tool not found; apt-get install wrk nginx iproute2 ethtool curl" >&2; exit 2; }
+done
+(($(nproc) >= 2)) || { echo "native-vs-posix: needs 2 CPUs (server and wrk on separate cores)" >&2; exit 2; }
+
+id=$$
+srv=pcb${id}-srv cli=pcb${id}-cli
+vs=pcb${id}s vc=pcb${id}c
+net=198.19.$((id % 200 + 20))
+native_ip=$net.1 client_ip=$net.2 kernel_ip=$net.3
+dir=$(mktemp -d /tmp/percore-nvp.XXXXXX)
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	ip netns del "$cli" 2>/dev/null || true
+	ip netns del "$srv" 2>/dev/null || true
+	rm -rf "$dir"
+	return 0
+}
+trap cleanup EXIT
+
+cd "$(dirname "$0")/.."
+go build -o "$dir/httpd" ./cmd/httpd
+
+ip netns add "$srv"
+ip netns add "$cli"
+ip link add "$vs" numtxqueues 1 numrxqueues 1 netns "$srv" type veth peer name "$vc" numtxqueues 1 numrxqueues 1 netns "$cli"
+ip -n "$srv" link set lo up
+ip -n "$cli" link set lo up
+ip -n "$srv" link set "$vs" up
+ip -n "$cli" link set "$vc" up
+ip -n "$srv" addr add "$kernel_ip/24" dev "$vs"
+ip -n "$cli" addr add "$client_ip/24" dev "$vc"
+ip netns exec "$cli" ethtool -K "$vc" tx off tso off gso off >/dev/null
+ip netns exec "$cli" sysctl -qw net.core.txrehash=0
+
+in_cli() { ip netns exec "$cli" "$@"; }
+
+# nginx with its own prefix, config, pid and logs under $dir; foreground so
+# that $! is its master pid (ip netns exec execs it in place).
+p="$dir/nginx"
+mkdir -p "$p/logs"
+cat >"$p/nginx.conf" <<CONF
+worker_processes 1;
+worker_cpu_affinity 10;
+pid $p/nginx.pid;
+error_log $p/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $p/body; proxy_temp_path $p/proxy; fastcgi_temp_path $p/fastcgi;
+	uwsgi_temp_path $p/uwsgi; scgi_temp_path $p/scgi;
+	keepalive_requests 1000000;
+	server {
+		listen $kernel_ip:8082 reuseport;
+		location = / { default_type text/plain; return 200 "hello"; }
+	}
+}
+CONF
+
+# Started with ip netns exec directly (not through a shell function) so that
+# $! is the server itself: ip and taskset exec it in place.
+ip netns exec "$srv" taskset -c 1 "$dir/httpd" --network-stack native --iface "$vs" --host-ipv4-addr "$native_ip" \
+	--smp 1 --cpuset 1 --port 8080 --stats-interval 0 2>"$dir/native.log" &
+pids+=($!)
+ip netns exec "$srv" taskset -c 1 "$dir/httpd" --smp 1 --cpuset 1 --address "$kernel_ip" --port 8081 --stats-interval 0 2>"$dir/posix.log" &
+pids+=($!)
+ip netns exec "$srv" taskset -c 1 nginx -p "$p" -c "$p/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+names=("httpd native --smp 1" "httpd posix --smp 1" "nginx, 1 worker")
+urls=("http://$native_ip:8080/" "http://$kernel_ip:8081/" "http://$kernel_ip:8082/")
+
+for i in 0 1 2; do # wait until each answers
+	for _ in $(seq 100); do
+		in_cli curl -fs --max-time 1 "${urls[i]}" >/dev/null && break
+		sleep 0.1
+	done
+	in_cli curl -fs --max-time 2 "${urls[i]}" >/dev/null || {
+		echo "native-vs-posix: ${names[i]} did not answer at ${urls[i]}" >&2
+		cat "$dir"/*.log >&2
+		exit 1
+	}
+done
+
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; } # user nice system irq softirq
+# proccpu PID: utime+stime jiffies of PID and its children (nginx workers).
+# For the native httpd this is nearly all the server side's work (its TCP/IP
+# runs in the process); for posix and nginx the kernel's TCP runs partly in
+# softirq outside it, so only the whole-machine column compares all three.
+proccpu() {
+	local total=0 p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$total"
+}
+hz=$(getconf CLK_TCK)
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A rps cpu srvcpu
+for r in $(seq "$ROUNDS"); do
+	for i in 0 1 2; do
+		in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d1s "${urls[i]}" >/dev/null # warm up
+		b0=$(busy)
+		p0=$(proccpu "${pids[i]}")
+		out=$(in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "${urls[i]}")
+		b1=$(busy)
+		p1=$(proccpu "${pids[i]}")
+		reqs=$(awk '/requests in/{print $1}' <<<"$out")
+		rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+		errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+		[[ -z $errs ]] || echo "native-vs-posix: ${names[i]}: $errs" >&2
+		us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+		sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+		rps[$i]+="$rate "
+		cpu[$i]+="$us "
+		srvcpu[$i]+="$sus "
+		echo "round $r: ${names[i]}: $rate req/s, $us CPU-µs/req, server process $sus" >&2
+	done
+done
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo
+echo "load average before the run: $load0 (other work on the machine inflates CPU-µs/req)"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, keep-alive, GET / (5-byte body), $ROUNDS interleaved rounds, medians"
+echo
+echo "| server | req/s | whole-machine CPU-µs/req | server-process CPU-µs/req |"
+echo "|---|---:|---:|---:|"
+for i in 0 1 2; do
+	printf '| %s | %.0f | %s | %s |\n' "${names[i]}" "$(median <<<"${rps[$i]}")" "$(median <<<"${cpu[$i]}")" "$(median <<<"${srvcpu[$i]}")"
+done
