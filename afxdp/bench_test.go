@@ -159,32 +159,9 @@ func benchRig(b *testing.B) (*lab.Lab, *Socket) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { l.Close() })
-	var p *Program
-	var s *Socket
-	err = l.ServerNS.Do(func() (err error) {
-		if p, err = NewProgram(ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}}); err != nil {
-			return err
-		}
-		if err = p.Attach(l.ServerIf, Native); err != nil {
-			return err
-		}
-		if s, err = Open(Config{Interface: l.ServerIf, FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}); err != nil {
-			return err
-		}
-		return p.Register(s)
-	})
-	b.Cleanup(func() {
-		if s != nil {
-			s.Close()
-		}
-		if p != nil {
-			p.Close()
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l, s
+	_, socks := attachLab(b, l, ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}},
+		Config{FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}, 1)
+	return l, socks[0]
 }
 
 // flood starts the fastest generator the kernel supports.
