@@ -29,6 +29,28 @@ func needRoot(t testing.TB) {
 	}
 }
 
+// labSocket builds a 1-queue lab and opens a socket (64 frames) on its
+// server end with no program attached: for tests that run the program with
+// BPF_PROG_TEST_RUN and need a socket to register.
+func labSocket(t *testing.T, prefix string) *Socket {
+	t.Helper()
+	needRoot(t)
+	l, err := lab.New(lab.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var s *Socket
+	if err := l.ServerNS.Do(func() (err error) {
+		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // attachLab attaches a program for pc to the lab's server end (native mode)
 // and opens and registers one socket per queue with c (Interface and Queue
 // filled in), all inside the server namespace; t.Cleanup closes them.
