@@ -29,14 +29,7 @@ func TestImpairXDPTx(t *testing.T) {
 	t.Cleanup(func() { bounce.Close() })
 
 	// rx sees the bounced test frames arriving back at the client end.
-	var rx int
-	if err := im.ClientNS.Do(func() (err error) {
-		rx, err = openTestSocket(im.ClientIf)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(rx) })
+	rx := clientTestSocket(t, im)
 
 	const n = 32
 	sendTestFrames(t, im, rx, 0, n)
