@@ -153,12 +153,7 @@ type xdpMD struct {
 
 // benchRig is a 1-queue lab with the program attached and one socket.
 func benchRig(b *testing.B) (*lab.Lab, *Socket) {
-	needRoot(b)
-	l, err := lab.New(lab.Config{Prefix: "pb"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
+	l := newLab(b, lab.Config{Prefix: "pb"})
 	_, socks := attachLab(b, l, ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}},
 		Config{FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}, 1)
 	return l, socks[0]

@@ -29,17 +29,25 @@ func needRoot(t testing.TB) {
 	}
 }
 
+// newLab skips t unless the process is root and the kernel has AF_XDP
+// (needRoot), then builds a lab with c; t.Cleanup removes it.
+func newLab(t testing.TB, c lab.Config) *lab.Lab {
+	t.Helper()
+	needRoot(t)
+	l, err := lab.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // labSocket builds a 1-queue lab and opens a socket (64 frames) on its
 // server end with no program attached: for tests that run the program with
 // BPF_PROG_TEST_RUN and need a socket to register.
 func labSocket(t *testing.T, prefix string) *Socket {
 	t.Helper()
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: prefix})
 	var s *Socket
 	if err := l.ServerNS.Do(func() (err error) {
 		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf})

@@ -15,12 +15,7 @@ import (
 // one Kick sends them all: 200 echo requests to the client, whose kernel
 // answers every one.
 func TestKickSendsLargeBatch(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pk"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pk"})
 	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 512, Logf: t.Logf}, 1)
 	s := socks[0]
 	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, 32) // best effort: older kernels have 32 anyway

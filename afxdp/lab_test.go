@@ -282,12 +282,7 @@ func TestLabOtherAddressesReachKernel(t *testing.T) {
 // TestFdReadableOnRx: a shard blocks in poll on Fd when idle; a frame on the
 // rx ring must wake it.
 func TestFdReadableOnRx(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pf"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pf"})
 	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, Logf: t.Logf}, 1)
 	s := socks[0]
 	pfd := []unix.PollFd{{Fd: int32(s.Fd()), Events: unix.POLLIN}}
