@@ -58,6 +58,7 @@ type tcpConn struct {
 	tlpDone  bool // a probe went out since the last new ACK
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
+	rtxUna   bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
 
 	sndWScale, rcvWScale uint8
 	dupAcks              uint8
@@ -73,6 +74,7 @@ type tcpConn struct {
 	finSeq                      seqnum
 	recover                     seqnum // RFC 6582 recover
 	rtxHigh                     seqnum // highest retransmitted in this recovery
+	rtxMark                     seqnum // SND.MAX when SND.UNA's segment was last retransmitted
 	rttSeq                      seqnum
 	sndWnd, maxSndWnd           uint32
 	cwnd, ssthresh              uint32

@@ -74,10 +74,19 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 
 	// RFC 7323 §5.3 PAWS: a segment whose timestamp is older than
 	// TS.Recent is a duplicate from an old window; ACK and drop it.
+	// Except a pure ACK that a reordering path merely delivered late
+	// (Linux's tcp_disordered_ack): its SACK blocks and its place in the
+	// duplicate-ACK count are what loss recovery runs on, and at 10%
+	// reordering one ACK in ten would be lost to PAWS otherwise.
+	stale := false
 	if c.tsOK && f.HasTimestamp && flags&TCPFlagRST == 0 && seqnum(f.TSVal).lt(seqnum(c.tsRecent)) {
-		l.stats.PAWSDrop++
-		l.oowAck(c, segLen)
-		return
+		if !l.disorderedAck(c, f, seq, segLen) {
+			l.stats.PAWSDrop++
+			l.oowAck(c, segLen)
+			return
+		}
+		l.stats.DisorderedAcks++
+		stale = true
 	}
 
 	// fourth (checked first, as RFC 5961 §4.2 wants it "irrespective of the
@@ -180,7 +189,7 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 			return
 		}
 	}
-	if !l.ackArrived(c, f, seq, ack, len(payload)) {
+	if !l.ackArrived(c, f, seq, ack, len(payload), stale) {
 		return
 	}
 
@@ -209,6 +218,24 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 	}
 }
 
+// disorderedAck reports whether a segment that failed PAWS is a pure ACK
+// that was only reordered, as Linux's tcp_disordered_ack has it: no text,
+// SYN or FIN, in sequence (SEG.SEQ = RCV.NXT), acknowledging exactly
+// SND.UNA (a duplicate ACK, nothing new to take on trust), and a timestamp
+// within one RTO (in the peer's ticks, taken as ms, RFC 7323 §5.4's
+// slowest sensible clock being 1 ms) of TS.Recent.
+func (l *tcpLayer) disorderedAck(c *tcpConn, f *TCPFields, seq seqnum, segLen uint32) bool {
+	if segLen != 0 || f.Flags&TCPFlagACK == 0 || seq != c.rcvNxt || seqnum(f.Ack) != c.sndUna {
+		return false
+	}
+	switch c.state {
+	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+	default:
+		return false
+	}
+	return c.tsRecent-f.TSVal <= uint32(max(c.rto/1e6, 1))
+}
+
 // tcpAcceptable is the segment acceptability test of RFC 9293 3.10.7.4:
 //
 //	Segment Length  Receive Window  Test
@@ -232,7 +259,9 @@ func tcpAcceptable(seq seqnum, segLen uint32, rcvNxt seqnum, wnd uint32) bool {
 
 // ackArrived is step five for synchronized states. It reports false when
 // the segment was dropped or the connection is gone.
-func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) bool {
+// A stale ACK (a disordered one PAWS let through) does not update the
+// send window: a later ACK has already said more.
+func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int, stale bool) bool {
 	// RFC 5961 §5.2: acceptable if (SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT.
 	if ack.gt(c.sndMax) {
 		// RFC 9293: "If the ACK acks something not yet sent (SEG.ACK >
@@ -259,8 +288,9 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 	if wnd == 0 && ack == c.sndUna {
 		c.retries = 0 // a zero-window peer answering our probes is alive
 	}
+	newSack := false
 	if c.sackOK && f.NSACK > 0 {
-		l.updateSacked(c, f) // blocks at or below the new SND.UNA are pruned by newAck
+		newSack = l.updateSacked(c, f) // blocks at or below the new SND.UNA are pruned by newAck
 	}
 	switch {
 	case ack.gt(c.sndUna):
@@ -269,15 +299,20 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int) 
 		if c.state == tcpClosed {
 			return false
 		}
-	case ack == c.sndUna && n == 0 && f.Flags&TCPFlagFIN == 0 && wnd == c.sndWnd && c.sndMax != c.sndUna:
-		// RFC 5681 §2 duplicate ACK.
+	case ack == c.sndUna && n == 0 && f.Flags&TCPFlagFIN == 0 && c.sndMax != c.sndUna && (wnd == c.sndWnd || newSack):
+		// RFC 5681 §2 duplicate ACK; with SACK, an ACK that brings new
+		// SACK information counts whatever its window (RFC 6675 §2 and
+		// 5: the scoreboard, not the window, tells a duplicate). Linux
+		// grows its advertised window while it queues out-of-order
+		// data, so the window test alone would miss most of its
+		// duplicate ACKs and leave loss to the TLP and the RTO.
 		l.dupAck(c)
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
 	// SND.WL2 =< SEG.ACK)), set SND.WND <- SEG.WND, set SND.WL1 <-
 	// SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-	if ack.geq(c.sndUna) && (c.sndWl1.lt(seq) || (c.sndWl1 == seq && c.sndWl2.leq(ack))) {
+	if !stale && ack.geq(c.sndUna) && (c.sndWl1.lt(seq) || (c.sndWl1 == seq && c.sndWl2.leq(ack))) {
 		c.sndWnd, c.sndWl1, c.sndWl2 = wnd, seq, ack
 		c.maxSndWnd = max(c.maxSndWnd, wnd)
 		if wnd > 0 && c.persist {

@@ -171,6 +171,7 @@ type TCPStats struct {
 	ResetsIn       uint64 // acceptable RSTs that closed a connection
 	ResetsOut      uint64
 	PAWSDrop       uint64 // RFC 7323 PAWS rejected
+	DisorderedAcks uint64 // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
 	NoAckDrop      uint64 // segment without ACK in a synchronized state
 
 	OOOSegs      uint64 // out-of-order segments queued
@@ -182,7 +183,9 @@ type TCPStats struct {
 	RTOTimeouts      uint64
 	RTOAborts        uint64 // Retries exhausted: RST
 	FastRetransmits  uint64
+	LostRetransmits  uint64 // retransmissions found lost by SACK and sent again without an RTO
 	TailLossProbes   uint64 // RFC 8985 probes sent
+	RecoveryProbes   uint64 // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
 	SACKSkipped      uint64 // bytes not retransmitted because SACKed
 	PersistProbes    uint64
 	KeepProbes       uint64

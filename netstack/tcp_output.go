@@ -339,7 +339,9 @@ func (l *tcpLayer) retransmitAt(c *tcpConn, seq seqnum) {
 	n := min(uint32(c.mss), dataEnd.diff(seq))
 	n = l.clipSacked(c, seq, n)
 	nxt := c.sndNxt
-	l.emitAt(c, seq, n, bufs, dataEnd, fin)
+	if l.emitAt(c, seq, n, bufs, dataEnd, fin) && seq == c.sndUna {
+		c.rtxUna, c.rtxMark = true, c.sndMax
+	}
 	c.sndNxt = seqMax(nxt, c.sndNxt)
 	if seq.lt(nxt) {
 		c.sndNxt = nxt

@@ -248,6 +248,21 @@ func (l *tcpLayer) rearmRTO(c *tcpConn) {
 	c.tlp = false
 	switch c.state {
 	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+		if c.sackOK && c.srtt > 0 && !c.tlpDone && c.recovery && c.rtxUna && c.retries == 0 {
+			// Recovery probe: SND.UNA's retransmission is out and the
+			// ACKs have stopped. Either it or the ACK it drew was
+			// lost, and nothing sent after it is left to tell (the
+			// lost-retransmission check needs a later segment
+			// SACKed). RFC 8985 sends no probe in recovery and leaves
+			// this to the RTO, 200 ms or more against an RTT of a
+			// few ms here; one retransmission after 2*SRTT repairs
+			// either loss, once per SND.UNA.
+			if pto := max(2*c.srtt, int64(10*time.Millisecond)); pto < c.rto {
+				c.tlp = true
+				c.rtxAt = l.now + pto
+				return
+			}
+		}
 		if c.sackOK && c.srtt > 0 && !c.tlpDone && !c.recovery && c.retries == 0 {
 			pto := 2 * c.srtt
 			if c.sndMax.diff(c.sndUna) <= uint32(c.mss) {
@@ -271,6 +286,12 @@ func (l *tcpLayer) rearmRTO(c *tcpConn) {
 // tail is repaired by the ACK or SACK it draws instead of an RTO.
 func (l *tcpLayer) probeTimeout(c *tcpConn) {
 	c.tlp, c.tlpDone = false, true
+	if c.recovery {
+		l.stats.RecoveryProbes++
+		l.retransmitAt(c, c.sndUna)
+		c.rtxAt = l.now + c.rto
+		return
+	}
 	l.stats.TailLossProbes++
 	bufs, dataEnd, fin := l.sendQueue(c)
 	if c.sndNxt == c.sndMax && c.sndMax.lt(dataEnd) && c.sndMax.lt(c.sndUna.add(c.sndWnd)) {

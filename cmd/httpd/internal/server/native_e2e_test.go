@@ -297,3 +297,28 @@ func TestNativeTimeoutsResetsAndLog(t *testing.T) {
 		t.Fatalf("access log:\n%s", b)
 	}
 }
+
+// TestNativeStalledReaderAborted: a client that asks for 1 MiB and never
+// reads leaves the response in flight against its zero window; httpd's idle
+// timeout drops the output, and the glue then aborts the connection with RST
+// (nothing consistent is left to send), freeing it at once.
+func TestNativeStalledReaderAborted(t *testing.T) {
+	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) { o.IdleTimeout = 500 * time.Millisecond })
+	c, _ := nt.raw(nt.Addr.String())
+	c.(*net.TCPConn).SetReadBuffer(4096) // a small window fills at once
+	_, err := io.WriteString(c, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	must(t, err)
+	for deadline := time.Now().Add(15 * time.Second); nt.total("native.open") != 0 || nt.total("native.accepted") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stalled connection not aborted: open %d", nt.total("native.open"))
+		}
+	}
+	m := shard.Merge(nt.Stats())
+	if m.Get("native.timeouts") != 1 || m.Get("tcp.resets_out") == 0 || m.Get("tcp.conns") != 0 {
+		t.Fatalf("timeouts %d, resets out %d, tcp conns %d; want 1, >0, 0", m.Get("native.timeouts"), m.Get("tcp.resets_out"), m.Get("tcp.conns"))
+	}
+	_, err = io.Copy(io.Discard, c)
+	if err == nil || !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("client read after the abort: %v, want connection reset", err)
+	}
+}

@@ -12,16 +12,19 @@ import (
 // TestNativeImpaired runs the core checks through the lab's impairment bridge
 // (loss 5%, reordering 10%, duplication 1%, corruption 0.1%, delay 1 ms) with
 // two seeds: hello over keep-alive and files up to 1 MiB over fresh
-// connections from 4 clients at once, all byte-exact by sha256. (Larger
-// transfers complete too, but slowly: the TCP layer's loss recovery is
-// RTO-bound at 5% loss, about 0.3-0.5 MB/s here.) Across both runs the stack must have
+// connections from 4 clients at once, and with the first seed a 16 MiB file
+// beside them, all byte-exact by sha256. Across both runs the stack must have
 // retransmitted and dropped corrupted packets on their checksum.
 func TestNativeImpaired(t *testing.T) {
 	var retransmits, csumDrops uint64
 	for _, seed := range []int{1, 2} {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			spec := fmt.Sprintf("loss=5%%,reorder=10%%,duplicate=1%%,corrupt=0.1%%,delay=1ms,seed=%d", seed)
-			nt := startNativeTest(t, 2, smallFiles, spec, nil)
+			files := smallFiles
+			if seed == 1 {
+				files = append(files, docrootFile{"m16.bin", 16 << 20})
+			}
+			nt := startNativeTest(t, 2, files, spec, nil)
 			for i := 0; i < 20; i++ {
 				if code, _, n := get(t, nt.client, nt.url+"/"); code != 200 || n == 0 {
 					t.Fatalf("GET /: %d, %d bytes", code, n)
@@ -44,6 +47,14 @@ func TestNativeImpaired(t *testing.T) {
 				}()
 			}
 			start := time.Now()
+			if seed == 1 {
+				big := nt.httpClient(true)
+				big.Timeout = 90 * time.Second // about 1 MB/s through 5% loss here
+				if code, sum, n := getNoFatal(big, nt.url+"/m16.bin"); code != 200 || sum != nt.sums["m16.bin"] {
+					errs <- fmt.Errorf("GET /m16.bin: status %d, %d bytes, %s", code, n, sum)
+				}
+				t.Logf("16 MiB beside them in %v", time.Since(start))
+			}
 			wg.Wait()
 			t.Logf("4 clients x (1 B, 1 KiB, 1 MiB) in %v", time.Since(start))
 			close(errs)
