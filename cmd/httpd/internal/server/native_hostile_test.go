@@ -96,6 +96,44 @@ func synPacket(b []byte, src, dst [4]byte, sport, dport uint16, seq uint32) {
 	binary.BigEndian.PutUint16(t[16:], ^uint16(sum))
 }
 
+// spoofSources configures hosts .100 to .100+n-1 of the lab subnet on the
+// client end and drops every packet to them there: they answer ARP, so the
+// server's SYN-ACKs leave, but never complete a handshake, as a flooder.
+func spoofSources(t *testing.T, nt *nativeTest, n int) {
+	t.Helper()
+	l := nt.Lab
+	var set []string
+	for i := 0; i < n; i++ {
+		a := lab.Host(l.Subnet, byte(100+i))
+		must(t, lab.AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(a, 32)))
+		set = append(set, a.String())
+	}
+	nftInClient(t, nt, fmt.Sprintf("table ip pcflood {\n chain in {\n type filter hook input priority 0; ip daddr { %s } drop\n }\n}\n", strings.Join(set, ", ")))
+}
+
+// sendSYNs sends count SYNs to the server's port from a raw socket in the
+// client namespace, from the srcs spoofed sources in turn, each from a new
+// port.
+func sendSYNs(nt *nativeTest, srcs, count int) error {
+	l := nt.Lab
+	return l.ClientNS.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+		if err != nil {
+			return fmt.Errorf("raw socket: %w", err)
+		}
+		defer unix.Close(fd)
+		dst := &unix.SockaddrInet4{Addr: l.ServerIP.As4()}
+		b := make([]byte, 40)
+		for i := 0; i < count; i++ {
+			synPacket(b, lab.Host(l.Subnet, byte(100+i%srcs)).As4(), dst.Addr, uint16(20000+i/srcs), nt.Addr.Port(), uint32(i)*2654435761)
+			if err := unix.Sendto(fd, b, 0, dst); err != nil {
+				return fmt.Errorf("SYN %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+}
+
 // TestNativeSYNFlood: 20,000 SYNs from 16 spoofed lab addresses (configured
 // on the client end, their SYN-ACKs dropped there, so no handshake ever
 // completes, as from a flooder) while a net/http client keeps doing
@@ -114,34 +152,9 @@ func TestNativeSYNFlood(t *testing.T) {
 			c.TimeWait = time.Second
 		}
 	})
-	l := nt.Lab
-	var set []string
-	for i := 0; i < srcs; i++ {
-		a := lab.Host(l.Subnet, byte(100+i))
-		must(t, lab.AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(a, 32)))
-		set = append(set, a.String())
-	}
-	nftInClient(t, nt, fmt.Sprintf("table ip pcflood {\n chain in {\n type filter hook input priority 0; ip daddr { %s } drop\n }\n}\n", strings.Join(set, ", ")))
-
+	spoofSources(t, nt, srcs)
 	done := make(chan error, 1)
-	go func() {
-		done <- l.ClientNS.Do(func() error {
-			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
-			if err != nil {
-				return fmt.Errorf("raw socket: %w", err)
-			}
-			defer unix.Close(fd)
-			dst := &unix.SockaddrInet4{Addr: l.ServerIP.As4()}
-			b := make([]byte, 40)
-			for i := 0; i < syns; i++ {
-				synPacket(b, lab.Host(l.Subnet, byte(100+i%srcs)).As4(), dst.Addr, uint16(20000+i/srcs), uint16(nt.Addr.Port()), uint32(i)*2654435761)
-				if err := unix.Sendto(fd, b, 0, dst); err != nil {
-					return fmt.Errorf("SYN %d: %w", i, err)
-				}
-			}
-			return nil
-		})
-	}()
+	go func() { done <- sendSYNs(nt, srcs, syns) }()
 
 	fresh := nt.httpClient(false)
 	var peakConns, peakSynRcvd uint64
@@ -227,5 +240,35 @@ func TestNativeVanishedClient(t *testing.T) {
 		t.Fatalf("aborts %d, open %d, resets in %d; want 1 (the vanished client), 1 (the keep-alive one), 0",
 			gone(), m.Get("native.open"), m.Get("tcp.resets_in"))
 	}
+	checkIdle(t, nt)
+}
+
+// TestNativeCookieSilentClient: a client whose handshake completes by SYN
+// cookie (the one-entry backlog is held by a spoofed SYN) and which then
+// sends nothing is closed by httpd's idle timeout like any other: a flood of
+// completed-but-silent handshakes cannot pin the connection table.
+func TestNativeCookieSilentClient(t *testing.T) {
+	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) {
+		o.IdleTimeout = 500 * time.Millisecond
+		o.Native.TCP = func(c *netstack.TCPConfig) {
+			c.SynBacklog = 1
+			c.RTOInitial = 2 * time.Second // the spoofed entry holds the backlog 6 s
+			c.SynRetries = 1
+			c.TimeWait = time.Second
+		}
+	})
+	spoofSources(t, nt, 1)
+	must(t, sendSYNs(nt, 1, 1))
+	waitFor(t, nt, 5*time.Second, "spoofed SYN not in the backlog", func(m shard.Report) bool { return m.Get("tcp.syn_rcvd") == 1 })
+	c, br := nt.raw(nt.Addr.String())
+	if got := nt.total("tcp.syn_cookies_ok"); got != 1 {
+		t.Fatalf("%d handshakes by cookie, want 1", got)
+	}
+	expectClosed(t, c, br)
+	c.Close()
+	if m := shard.Merge(nt.Stats()); m.Get("native.timeouts") != 1 || m.Get("http.timeouts") != 1 {
+		t.Fatalf("timeouts %d (http %d), want 1", m.Get("native.timeouts"), m.Get("http.timeouts"))
+	}
+	nt.checkFile(nt.client, "k1.bin")
 	checkIdle(t, nt)
 }
