@@ -59,9 +59,9 @@ type NativeStats struct {
 	Accepted uint64 // connections handed to httpd
 	Released uint64 // connections whose httpd side was released
 	Refused  uint64 // handshakes completed while draining: answered by RST
-	Timeouts uint64 // connections aborted by httpd's header or idle timeout
+	Timeouts uint64 // httpd's header or idle timeout passed (TCP then sends FIN, or RST with data in flight)
 	Forced   uint64 // connections aborted at the stop deadline
-	Kicks    uint64 // connections given a send opportunity outside a segment (drain, timeout)
+	Kicks    uint64 // connections woken for a send opportunity outside a segment (the drain)
 	Wakeups  uint64 // epoll events on the socket fd (a sleeping shard woken by received frames)
 }
 
@@ -78,10 +78,9 @@ type Native struct {
 	ports []uint16
 	eps   []nativeEndpoint
 
-	pool  []*nativeConn // free conns, reused
-	live  []*nativeConn // every conn ever made (index = nativeConn.idx)
-	open  int
-	kicks []*nativeConn // conns to give a send opportunity at the next Poll
+	pool []*nativeConn // free conns, reused
+	live []*nativeConn // every conn ever made (index = nativeConn.idx)
+	open int
 
 	next    shard.Timer // the stack's next deadline: only wakes the loop
 	tick    shard.Timer // Date header and access-log flush, each second
@@ -109,22 +108,33 @@ func (e *nativeEndpoint) Release(app TCPApp, now time.Time) {
 	e.n.release(app.(*nativeConn), now)
 }
 
-// nativeConn is the TCPApp of one connection: the httpd.Conn plus what the
-// glue needs to act on the connection outside a segment (its TCB, a timer for
-// httpd's header and idle timeouts). Pooled by Native.
+// nativeConn is the TCPApp (and TCPAppTimer: httpd's header and idle
+// timeouts run on TCP's timers) of one connection: the httpd.Conn plus the
+// handle the glue needs to act on the connection outside a segment (drain,
+// stop). Pooled by Native.
 type nativeConn struct {
-	n     *Native
-	idx   int
-	hc    *httpd.Conn // nil when free
-	tc    *tcpConn    // the connection's TCB while hc is set
-	timer shard.Timer
-	kick  bool // queued in Native.kicks
+	n   *Native
+	idx int
+	hc  *httpd.Conn // nil when free
+	h   TCPHandle   // the connection, while hc is set
 }
 
 func (c *nativeConn) Feed(p []byte, now time.Time) int { return c.hc.Feed(p, now) }
 func (c *nativeConn) Output() [][]byte                 { return c.hc.Output() }
 func (c *nativeConn) Advance(n int)                    { c.hc.Advance(n) }
 func (c *nativeConn) PeerClosed(now time.Time)         { c.hc.PeerClosed(now) }
+func (c *nativeConn) Deadline() time.Time              { return c.hc.Deadline() }
+
+// Expire is httpd's verdict on its deadline. When it expired, httpd has
+// dropped its output and reports Closing: TCP sends FIN if nothing is in
+// flight and aborts with RST otherwise (TCPAppTimer).
+func (c *nativeConn) Expire(now time.Time) bool {
+	if !c.hc.Expire(now) {
+		return false
+	}
+	c.n.stats.Timeouts++
+	return true
+}
 
 // Closing is httpd's verdict, or, while the shard drains, true as soon as
 // every response queued has been sent: TCP then sends FIN.
@@ -158,10 +168,10 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 		return nil, err
 	}
 	if cfg.TCP.MSS == 0 {
-		// Room for the largest TCP option block (40 bytes: timestamps and
-		// SACK blocks) beside the 40 bytes of IPv4 and TCP headers, so no
-		// segment outgrows the MTU.
-		cfg.TCP.MSS = uint16(mtu - 80)
+		// MTU-40: TCP fits its options in (the MSS shrinks by the 12
+		// bytes of timestamps, SACK blocks yield to data), so no segment
+		// outgrows the MTU (TestNativeMSSFitsMTU).
+		cfg.TCP.MSS = uint16(mtu - 40)
 	}
 	st.EnableTCP(cfg.TCP)
 	n := &Native{
@@ -173,7 +183,6 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 		srv:   httpd.NewServer(cfg.Site, cfg.Log),
 		ports: cfg.Ports,
 		eps:   make([]nativeEndpoint, len(cfg.Ports)),
-		kicks: make([]*nativeConn, 0, 64),
 		now:   now,
 		group: cfg.Drain,
 	}
@@ -224,8 +233,8 @@ func (n *Native) Stats() NativeStats { return n.stats }
 // do here: the loop polls the rings at its next iteration.
 func (n *Native) Events(evs []shard.Event, now time.Time) { n.stats.Wakeups++ }
 
-// Poll implements shard.Poller: connections kicked by timers or the drain get
-// their send opportunity, then the stack runs over the link once. It reports
+// Poll implements shard.Poller: the stack runs over the link once (woken
+// connections get their send opportunity there). It reports
 // work when frames moved, frames remain queued, or the kernel still has tx
 // frames to take (copy mode wants a kick while any are outstanding).
 func (n *Native) Poll(now time.Time) bool {
@@ -235,9 +244,6 @@ func (n *Native) Poll(now time.Time) bool {
 	n.now = now
 	st := &n.stack.stats
 	rx, tx := st.RxFrames, st.TxFrames
-	if len(n.kicks) > 0 {
-		n.runKicks(now)
-	}
 	next := n.stack.Poll(now, n.link)
 	busy := st.RxFrames != rx || st.TxFrames != tx || n.sock.TxOutstanding() > 0
 	switch {
@@ -258,10 +264,8 @@ func (n *Native) accept(remote netip.AddrPort, port uint16, now time.Time) TCPAp
 		n.stats.Refused++
 		return nil
 	}
-	l := n.stack.tcp
-	k := tcpKey{raddr: ip4(remote.Addr().As4()), laddr: ip4(n.stack.cfg.Addr), rport: remote.Port(), lport: port}
-	i := l.table.lookup(k)
-	if i < 0 {
+	h := n.stack.tcpHandleOf(remote, port)
+	if h.gen == 0 {
 		return nil // cannot happen: TCP accepts from a TCB in the table
 	}
 	var c *nativeConn
@@ -270,14 +274,13 @@ func (n *Native) accept(remote netip.AddrPort, port uint16, now time.Time) TCPAp
 		n.pool = n.pool[:k-1]
 	} else {
 		c = &nativeConn{n: n, idx: len(n.live)}
-		c.timer.Init(c.expire)
 		n.live = append(n.live, c)
 	}
 	c.hc = n.srv.NewConn(remote, now)
-	c.tc = l.conns[i]
+	c.h = h
+	n.stack.tcpAppDeadline(h, c.hc.Deadline())
 	n.open++
 	n.stats.Accepted++
-	c.armTimer()
 	return c
 }
 
@@ -286,75 +289,11 @@ func (n *Native) release(c *nativeConn, now time.Time) {
 	if c.hc == nil {
 		return
 	}
-	n.wheel.Stop(&c.timer)
 	n.srv.Release(c.hc)
-	c.hc, c.tc = nil, nil
+	c.hc, c.h = nil, TCPHandle{}
 	n.open--
 	n.stats.Released++
 	n.pool = append(n.pool, c)
-}
-
-// armTimer makes the timer fire no later than httpd's deadline; a deadline
-// pushed later by activity leaves it, and expire re-arms (no timer work per
-// request).
-func (c *nativeConn) armTimer() {
-	d := c.hc.Deadline()
-	if d.IsZero() {
-		return
-	}
-	if !c.timer.Armed() || d.Before(c.timer.When()) {
-		c.n.wheel.Start(&c.timer, d)
-	}
-}
-
-// expire is the connection's timer: httpd decides whether the header or idle
-// timeout passed; if so the connection is aborted at the next Poll.
-func (c *nativeConn) expire(now time.Time) {
-	if c.hc == nil {
-		return
-	}
-	if c.hc.Expire(now) {
-		c.n.stats.Timeouts++
-		c.n.kick(c)
-		return
-	}
-	c.armTimer()
-}
-
-func (n *Native) kick(c *nativeConn) {
-	if !c.kick {
-		c.kick = true
-		n.kicks = append(n.kicks, c)
-	}
-}
-
-// runKicks acts on the kicked connections with the stack's tx path open: an
-// expired connection (httpd dropped its output) is aborted with RST, any other
-// gets a send opportunity, which sends FIN when it is closing.
-func (n *Native) runKicks(now time.Time) {
-	n.stack.withTx(now, n.link, func(l *tcpLayer) {
-		for i, c := range n.kicks {
-			n.kicks[i] = nil
-			c.kick = false
-			if c.hc == nil || c.tc == nil || c.tc.app != TCPApp(c) {
-				continue // released since it was kicked
-			}
-			n.stats.Kicks++
-			tc := c.tc
-			if c.hc.Closing() && c.hc.Pending() == 0 && tc.sndMax != tc.sndUna && !tc.finSent {
-				// httpd dropped output TCP had in flight (a timeout):
-				// nothing consistent is left to send.
-				l.sendReset(tc)
-				l.closeConn(tc)
-				continue
-			}
-			l.output(tc)
-			if tc.state != tcpClosed {
-				l.schedule(tc)
-			}
-		}
-		n.kicks = n.kicks[:0]
-	})
 }
 
 // Drain implements shard.Stopper: stop listening (new SYNs get RST), refuse
@@ -362,12 +301,13 @@ func (n *Native) runKicks(now time.Time) {
 // has queued and then close with FIN.
 func (n *Native) Drain(now time.Time) {
 	n.drain = true
-	l := n.stack.tcp
-	clear(l.listeners)
-	l.listeners = l.listeners[:0]
+	n.stack.stopListening()
 	for _, c := range n.live {
 		if c.hc != nil {
-			n.kick(c)
+			// Closing is now true once its responses are sent: the
+			// next Poll sends what is left, then FIN.
+			n.stats.Kicks++
+			n.stack.WakeTCP(c.h)
 		}
 	}
 }
@@ -403,15 +343,12 @@ func (n *Native) Close() {
 	if n.closed {
 		return
 	}
-	n.stack.withTx(n.now, n.link, func(l *tcpLayer) {
-		for _, c := range n.live {
-			if c.hc != nil && c.tc != nil {
-				n.stats.Forced++
-				l.sendReset(c.tc)
-				l.closeConn(c.tc)
-			}
+	for _, c := range n.live {
+		if c.hc != nil {
+			n.stats.Forced++
+			n.stack.AbortTCP(n.now, n.link, c.h) // releases c
 		}
-	})
+	}
 	n.link.Flush()
 	n.wheel.Stop(&n.tick)
 	n.wheel.Stop(&n.next)
@@ -423,26 +360,43 @@ func (n *Native) Close() {
 	n.closed = true
 }
 
-// withTx runs fn with the stack's transmit path open on link, as inside
-// Poll, and submits what fn produced. The Poll that follows flushes.
-func (s *Stack) withTx(now time.Time, link Link, fn func(l *tcpLayer)) {
-	if s.tcp == nil {
+// The places the glue reaches into TCP, for want of a seam: a passive
+// connection's handle (TCPEndpoint.Accept is not given one), the first app
+// deadline of a connection (see tcpAppDeadline) and closing the listeners
+// (there is no UnlistenTCP). Everything else goes through WakeTCP, AbortTCP
+// and TCPAppTimer.
+
+// tcpHandleOf returns the handle of the connection from remote to our port,
+// the zero handle if there is none.
+func (s *Stack) tcpHandleOf(remote netip.AddrPort, port uint16) TCPHandle {
+	l := s.tcp
+	k := tcpKey{raddr: ip4(remote.Addr().As4()), laddr: ip4(s.cfg.Addr), rport: remote.Port(), lport: port}
+	i := l.table.lookup(k)
+	if i < 0 {
+		return TCPHandle{}
+	}
+	c := l.conns[i]
+	return TCPHandle{id: c.id, gen: c.gen}
+}
+
+// tcpAppDeadline arms h's app timer at d, from Accept. TCP reads
+// TCPAppTimer.Deadline after each segment batch, but not after a handshake
+// completed by SYN cookie (cookieEstablish): without this, a cookie
+// connection that never sends a byte would never time out
+// (TestNativeCookieSilentClient). TCP's own reading overrides it; the layer
+// schedules the connection after Accept returns.
+func (s *Stack) tcpAppDeadline(h TCPHandle, d time.Time) {
+	c := s.tcpConnOf(h)
+	if c == nil || d.IsZero() {
 		return
 	}
-	if !s.started {
-		s.epoch, s.started = now, true
-	}
-	if t := now.Sub(s.epoch).Nanoseconds(); t > s.now {
-		s.now = t
-	}
-	s.link, s.mtu = link, link.MTU()
-	s.tcp.setNow(s.epoch.Add(time.Duration(s.now)))
-	fn(s.tcp)
-	s.submitTx()
-	if len(s.txDrop) > 0 {
-		link.TxFree(s.txDrop)
-		clear(s.txDrop)
-		s.txDrop = s.txDrop[:0]
-	}
-	s.link = nil
+	l := s.tcp
+	c.appAt = max(int64(d.Sub(l.epoch)), l.now+1)
+}
+
+// stopListening closes every listener: new SYNs get RST.
+func (s *Stack) stopListening() {
+	l := s.tcp
+	clear(l.listeners)
+	l.listeners = l.listeners[:0]
 }

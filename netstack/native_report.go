@@ -46,16 +46,68 @@ func (n *Native) Report(r *shard.Report) {
 
 type afxdpStats struct{ Stats afxdp.Stats }
 
-// nativeDrops is the total of frames and segments dropped for any reason.
+// nativeDrops is the total of frames and segments dropped for any reason:
+// the counters dropCounters marks true, walked by name at report time.
 func nativeDrops(st *Stats, ts *TCPStats, xs *afxdpStats) uint64 {
-	ip := st.EthTruncated + st.EthBadSrc + st.ARPTruncated + st.ARPUnsupported + st.ARPBadOp +
-		st.ARPBadSender + st.IPv4Truncated + st.IPv4BadVersion + st.IPv4BadHeaderLen + st.IPv4BadTotalLen +
-		st.IPv4BadChecksum + st.IPv4BadOptions + st.IPv4Fragments + st.IPv4BadSrc + st.ICMPTruncated +
-		st.ICMPBadChecksum + st.PendingDropFull + st.PendingDropFail + st.TxNoFrame + st.TxNoRoute + st.TxTooBig
-	tcp := ts.HeaderDrop + ts.ChecksumDrop + ts.OptionDrop + ts.NoConnDrop + ts.TableFull + ts.TxNoBuf +
-		ts.PAWSDrop + ts.NoAckDrop + ts.OOODrop
-	x := xs.Stats.RxDropped + xs.Stats.RxRingFull + xs.Stats.RxBadDesc + xs.Stats.TxBadDesc + xs.Stats.TxRingFull
-	return ip + tcp + x
+	return sumDrops(*st) + sumDrops(*ts) + sumDrops(xs.Stats)
+}
+
+// dropCounters sorts every integer field of the counter structs native.drops
+// sums (Stats, TCPStats, afxdp.Stats): true for a dropped frame or segment
+// (or one discarded unanswered), false for an event, an outcome that is not a
+// loss, a byte count or a gauge. A field missing here fails
+// TestNativeDropsCoverEveryCounter, so a new counter cannot be forgotten.
+var dropCounters = map[string]bool{
+	// Stats: malformed or unusable frames, and frames we could not send.
+	"EthTruncated": true, "EthBadSrc": true, "ARPTruncated": true, "ARPUnsupported": true,
+	"ARPBadOp": true, "ARPBadSender": true, "IPv4Truncated": true, "IPv4BadVersion": true,
+	"IPv4BadHeaderLen": true, "IPv4BadTotalLen": true, "IPv4BadChecksum": true,
+	"IPv4BadOptions": true, "IPv4Fragments": true, "IPv4BadSrc": true, "ICMPTruncated": true,
+	"ICMPBadChecksum": true, "ICMPEchoTooBig": true, "PendingDropFull": true, "PendingDropFail": true,
+	"TxNoFrame": true, "TxNoRoute": true, "TxTooBig": true,
+	"RxFrames": false, "TxFrames": false, "Polls": false, "EthNotForUs": false, "EthUnknownType": false,
+	"ARPConflict": false, "ARPNotForUs": false, "ARPRequestsRx": false, "ARPRepliesRx": false,
+	"ARPRepliesTx": false, "ARPRequestsTx": false, "ARPResolveFailed": false, "ARPEvictions": false,
+	"IPv4Broadcast": false, "IPv4WrongDst": false, "IPv4LinkBcast": false, "IPv4UnknownProto": false,
+	"IPv4TCP": false, "NoTCP": false, "IPv4Options": false, "ICMPEchoRequests": false,
+	"ICMPOther": false, "ICMPEchoReplies": false,
+
+	// TCPStats: the *Drop counters, a full table, no tx buffer, and
+	// unacceptable segments whose answer the rate limits suppressed.
+	"HeaderDrop": true, "ChecksumDrop": true, "OptionDrop": true, "NoConnDrop": true,
+	"TableFull": true, "TxNoBuf": true, "PAWSDrop": true, "NoAckDrop": true, "OOODrop": true,
+	"AfterFinDrop": true, "OOWAckLimit": true, "ChallengeLimit": true,
+	"InSegs": false, "OutSegs": false, "Retransmits": false, "NoPortRST": false,
+	"PassiveOpens": false, "ActiveOpens": false, "AcceptRefused": false, "SynCookiesSent": false,
+	"SynCookiesOK": false, "SynCookiesBad": false, "SynRcvdTimeout": false, "SynSentTimeout": false,
+	"OutOfWindow": false, "ChallengeACKs": false, "AckTooNew": false, "AckTooOld": false,
+	"ResetsIn": false, "ResetsOut": false, "DisorderedAcks": false, "OOOSegs": false,
+	"RcvBufEmpty": false, "DupSegs": false, "RTOTimeouts": false, "RTOAborts": false,
+	"FastRetransmits": false, "LostRetransmits": false, "TailLossProbes": false,
+	"RecoveryProbes": false, "SACKSkipped": false, "PersistProbes": false, "KeepProbes": false,
+	"KeepAborts": false, "FinWait2Timeout": false, "DelayedAcks": false, "AppTimeouts": false,
+	"TimeWaitDone": false, "TimeWaitRecycled": false, "Conns": false, "SynRcvd": false,
+	"TimeWaits": false,
+
+	// afxdp.Stats: frames the kernel or the socket dropped.
+	"RxDropped": true, "RxRingFull": true, "RxInvalidDescs": true, "TxInvalidDescs": true,
+	"RxBadDesc": true, "TxBadDesc": true, "TxRingFull": true, "FillBadAddr": true, "FreeBad": true,
+	"RxFillRingEmpty": false, "TxRingEmpty": false, "RxBatches": false, "TxBatches": false,
+	"Completed": false, "Kicks": false, "KickBusy": false, "KickErrors": false, "RxWakeups": false,
+	"FreeFrames": false, "FillQueued": false, "RxQueued": false, "TxOutstanding": false,
+}
+
+// sumDrops sums the uint64 fields of the struct v that dropCounters marks.
+func sumDrops(v any) uint64 {
+	rv := reflect.ValueOf(v)
+	rt := rv.Type()
+	var n uint64
+	for i := 0; i < rt.NumField(); i++ {
+		if f := rv.Field(i); f.Kind() == reflect.Uint64 && dropCounters[rt.Field(i).Name] {
+			n += f.Uint()
+		}
+	}
+	return n
 }
 
 // addFields adds every integer field of the struct v as a counter named

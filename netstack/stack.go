@@ -237,6 +237,19 @@ func (s *Stack) leave() {
 	s.link = nil
 }
 
+// withTx runs fn on the TCP layer with the transmit path open on link, as
+// inside Poll (enter and leave), for TCP work outside a segment batch
+// (AbortTCP). The next Poll flushes.
+func (s *Stack) withTx(now time.Time, link Link, fn func(l *tcpLayer)) {
+	if s.tcp == nil {
+		return
+	}
+	s.enter(now, link)
+	s.tcp.setNow(s.epoch.Add(time.Duration(s.now)))
+	fn(s.tcp)
+	s.leave()
+}
+
 // noDeadline is the internal "no timer armed" deadline.
 const noDeadline = int64(1<<63 - 1)
 

@@ -131,10 +131,14 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			sock.Close()
 			return fmt.Errorf("shard %d: %w", sh.ID, err)
 		}
+		tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(sh.ID)}
+		if no.TCP != nil {
+			no.TCP(&tcfg)
+		}
 		n, err := netstack.NewNative(sh, sock, netstack.NativeConfig{
 			Stack: netstack.Config{MAC: mac, Addr: a4, Netmask: m4, Gateway: g4},
 			MTU:   mtu,
-			TCP:   netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(sh.ID)},
+			TCP:   tcfg,
 			Ports: ports,
 			Site:  site,
 			Log:   logw,

@@ -247,7 +247,7 @@ func TestNativeSleepsAndPollMode(t *testing.T) {
 
 // TestNativeTimeoutsResetsAndLog covers the connection ends that do not come
 // from the client's FIN: httpd's header timeout (slowloris) and idle timeout
-// close connections through the glue's timers, a client that resets in the
+// close connections through TCP's app timer (TCPAppTimer), a client that resets in the
 // middle of a 1 MiB response does not disturb another connection, and the
 // access log gets every request.
 func TestNativeTimeoutsResetsAndLog(t *testing.T) {
@@ -300,7 +300,7 @@ func TestNativeTimeoutsResetsAndLog(t *testing.T) {
 
 // TestNativeStalledReaderAborted: a client that asks for 1 MiB and never
 // reads leaves the response in flight against its zero window; httpd's idle
-// timeout drops the output, and the glue then aborts the connection with RST
+// timeout drops the output, and TCP then aborts the connection with RST
 // (nothing consistent is left to send), freeing it at once.
 func TestNativeStalledReaderAborted(t *testing.T) {
 	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) { o.IdleTimeout = 500 * time.Millisecond })

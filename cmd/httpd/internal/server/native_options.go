@@ -7,6 +7,7 @@ import (
 
 	"percore/afxdp"
 	"percore/lab"
+	"percore/netstack"
 )
 
 // NativeOptions are the settings of --network-stack native, named as in
@@ -18,12 +19,13 @@ type NativeOptions struct {
 	Netmask   netip.Addr // (--netmask-ipv4-addr)
 	Gateway   netip.Addr // invalid: none (--gw-ipv4-addr)
 	XDPMode   afxdp.AttachMode
-	Lab       bool                 // build a veth lab with one queue per shard and serve on it
-	Impair    *lab.ImpairSpec      // put the impairment bridge in the lab (--lab-impair)
-	Frames    int                  // UMEM frames per shard (a power of two)
-	MaxConns  int                  // TCP connections per shard
-	LabPrefix string               // lab name prefix (tests)
-	Logf      func(string, ...any) // the socket's mode line; nil: stderr
+	Lab       bool                      // build a veth lab with one queue per shard and serve on it
+	Impair    *lab.ImpairSpec           // put the impairment bridge in the lab (--lab-impair)
+	Frames    int                       // UMEM frames per shard (a power of two)
+	MaxConns  int                       // TCP connections per shard
+	LabPrefix string                    // lab name prefix (tests)
+	TCP       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
+	Logf      func(string, ...any)      // the socket's mode line; nil: stderr
 }
 
 // nativeFlags holds the raw flag values until check.
