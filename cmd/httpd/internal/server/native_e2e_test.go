@@ -308,12 +308,18 @@ func TestNativeStalledReaderAborted(t *testing.T) {
 	c.(*net.TCPConn).SetReadBuffer(4096) // a small window fills at once
 	_, err := io.WriteString(c, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
 	must(t, err)
-	for deadline := time.Now().Add(15 * time.Second); nt.total("native.open") != 0 || nt.total("native.accepted") == 0; time.Sleep(20 * time.Millisecond) {
+	// One snapshot per check: two separate reads could see "not yet open"
+	// and then "accepted" and stop before the connection ever timed out.
+	var m shard.Report
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m = shard.Merge(nt.Stats())
+		if m.Get("native.timeouts") > 0 && m.Get("native.open") == 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stalled connection not aborted: open %d", nt.total("native.open"))
+			t.Fatalf("stalled connection not aborted: open %d, timeouts %d", m.Get("native.open"), m.Get("native.timeouts"))
 		}
 	}
-	m := shard.Merge(nt.Stats())
 	if m.Get("native.timeouts") != 1 || m.Get("tcp.resets_out") == 0 || m.Get("tcp.conns") != 0 {
 		t.Fatalf("timeouts %d, resets out %d, tcp conns %d; want 1, >0, 0", m.Get("native.timeouts"), m.Get("tcp.resets_out"), m.Get("tcp.conns"))
 	}
