@@ -153,38 +153,10 @@ type xdpMD struct {
 
 // benchRig is a 1-queue lab with the program attached and one socket.
 func benchRig(b *testing.B) (*lab.Lab, *Socket) {
-	needRoot(b)
-	l, err := lab.New(lab.Config{Prefix: "pb"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	var p *Program
-	var s *Socket
-	err = l.ServerNS.Do(func() (err error) {
-		if p, err = NewProgram(ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}}); err != nil {
-			return err
-		}
-		if err = p.Attach(l.ServerIf, Native); err != nil {
-			return err
-		}
-		if s, err = Open(Config{Interface: l.ServerIf, FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}); err != nil {
-			return err
-		}
-		return p.Register(s)
-	})
-	b.Cleanup(func() {
-		if s != nil {
-			s.Close()
-		}
-		if p != nil {
-			p.Close()
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l, s
+	l := newLab(b, lab.Config{Prefix: "pb"})
+	_, socks := attachLab(b, l, ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}},
+		Config{FrameSize: 2048, FrameCount: 16384, Logf: func(string, ...any) {}}, 1)
+	return l, socks[0]
 }
 
 // flood starts the fastest generator the kernel supports.

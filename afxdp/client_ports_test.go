@@ -1,10 +1,6 @@
 package afxdp
 
-import (
-	"testing"
-
-	"percore/lab"
-)
+import "testing"
 
 // TestProgramClientPorts: the program as a native client sets it up (wreck
 // --network-stack native): our address is the client's, and the port map
@@ -13,12 +9,7 @@ import (
 // range is redirected; one to a port outside it, or to the server's own
 // port, goes to the kernel.
 func TestProgramClientPorts(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pq"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	s := labSocket(t, "pq")
 	const lo, hi = 32768, 60999
 	p, err := NewProgram(ProgramConfig{IP: otherIP, MaxPorts: hi - lo + 1})
 	if err != nil {
@@ -30,14 +21,6 @@ func TestProgramClientPorts(t *testing.T) {
 			t.Fatalf("port %d of %d-%d: %v", port, lo, hi, err)
 		}
 	}
-	var s *Socket
-	if err := l.ServerNS.Do(func() (err error) {
-		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	if err := p.Register(s); err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,9 @@ func kernelRx(s *Socket, ds ...Desc) {
 	s.rx.producer.Store(p + uint32(len(ds)))
 }
 
-// kernelTx consumes everything on the tx ring and completes it.
-func kernelTx(s *Socket) []Desc {
-	var out []Desc
+// kernelTx consumes everything on the tx ring, completes it and appends the
+// descriptors sent to out.
+func kernelTx(s *Socket, out []Desc) []Desc {
 	c, p := s.tx.consumer.Load(), s.tx.producer.Load()
 	cp := s.comp.producer.Load()
 	for ; c != p; c++ {
@@ -48,6 +48,19 @@ func kernelTx(s *Socket) []Desc {
 	s.tx.consumer.Store(c)
 	s.comp.producer.Store(cp)
 	return out
+}
+
+// reflect receives what the rx ring holds, copies each 64-byte frame into a
+// tx frame, transmits those and releases the rx frames: a responder's echo.
+func reflect(s *Socket, rx, tx []Desc) {
+	n := s.Receive(rx)
+	m := s.AllocTx(tx[:n])
+	for i := 0; i < m; i++ {
+		copy(s.Frame(tx[i].Addr, 64), s.Frame(rx[i].Addr, 64))
+		tx[i].Len = 64
+	}
+	s.Transmit(tx[:m])
+	s.Release(rx[:n])
 }
 
 func TestTransmitDropsBadDescriptors(t *testing.T) {
@@ -71,7 +84,7 @@ func TestTransmitDropsBadDescriptors(t *testing.T) {
 	if s.FreeFrames() != 6 {
 		t.Fatalf("free %d, want 6", s.FreeFrames())
 	}
-	sent := kernelTx(s)
+	sent := kernelTx(s, nil)
 	if len(sent) != 1 || sent[0].Addr != d[0].Addr || sent[0].Len != 60 || string(s.umem[sent[0].Addr:][:5]) != "hello" {
 		t.Fatalf("kernel saw %+v", sent)
 	}
@@ -149,30 +162,17 @@ func TestDataPathAllocs(t *testing.T) {
 	rx := make([]Desc, 16)
 	tx := make([]Desc, 16)
 	in := make([]Desc, 16)
+	sent := make([]Desc, 0, 16)
 	allocs := testing.AllocsPerRun(100, func() {
 		// The "kernel" delivers 16 frames into chunks 48..63 (the fill ring's).
 		for i := range in {
 			in[i] = Desc{Addr: uint64(48+i)*2048 + 256, Len: 64}
 		}
 		kernelRx(s, in...)
-		n := s.Receive(rx)
-		m := s.AllocTx(tx[:n])
-		for i := 0; i < m; i++ {
-			copy(s.Frame(tx[i].Addr, 64), s.Frame(rx[i].Addr, 64))
-			tx[i].Len = 64
-		}
-		s.Transmit(tx[:m])
+		reflect(s, rx, tx)
 		s.Kick()
-		s.Release(rx[:n])
 		// Kernel side: send, complete and consume the fill ring.
-		c, p := s.tx.consumer.Load(), s.tx.producer.Load()
-		cp := s.comp.producer.Load()
-		for ; c != p; c++ {
-			s.comp.addrs[cp&s.comp.mask] = s.tx.descs[c&s.tx.mask].Addr
-			cp++
-		}
-		s.tx.consumer.Store(c)
-		s.comp.producer.Store(cp)
+		sent = kernelTx(s, sent[:0])
 		s.fill.consumer.Store(s.fill.producer.Load())
 		s.Complete()
 	})
@@ -192,6 +192,7 @@ func BenchmarkRingCycle(b *testing.B) {
 	rx := make([]Desc, 64)
 	tx := make([]Desc, 64)
 	in := make([]Desc, 64)
+	sent := make([]Desc, 0, 64)
 	for i := range in {
 		in[i] = Desc{Addr: uint64(128+i)*2048 + 256, Len: 64}
 	}
@@ -199,22 +200,8 @@ func BenchmarkRingCycle(b *testing.B) {
 	b.ResetTimer()
 	for done := 0; done < b.N; done += 64 {
 		kernelRx(s, in...)
-		n := s.Receive(rx)
-		m := s.AllocTx(tx[:n])
-		for i := 0; i < m; i++ {
-			copy(s.Frame(tx[i].Addr, 64), s.Frame(rx[i].Addr, 64))
-			tx[i].Len = 64
-		}
-		s.Transmit(tx[:m])
-		s.Release(rx[:n])
-		c, p := s.tx.consumer.Load(), s.tx.producer.Load()
-		cp := s.comp.producer.Load()
-		for ; c != p; c++ {
-			s.comp.addrs[cp&s.comp.mask] = s.tx.descs[c&s.tx.mask].Addr
-			cp++
-		}
-		s.tx.consumer.Store(c)
-		s.comp.producer.Store(cp)
+		reflect(s, rx, tx)
+		sent = kernelTx(s, sent[:0])
 		s.fill.consumer.Store(s.fill.producer.Load())
 		s.Complete()
 	}
@@ -239,7 +226,7 @@ func TestRandomDescriptorsNeverPanic(t *testing.T) {
 			if uint64(n)+s.st.txBadDesc+s.st.txRingFull-before != uint64(len(ds)) {
 				t.Fatalf("round %d: %d queued, counters moved %d", round, n, s.st.txBadDesc+s.st.txRingFull-before)
 			}
-			for _, d := range kernelTx(s) {
+			for _, d := range kernelTx(s, nil) {
 				if !s.valid(d.Addr, d.Len) || d.Len == 0 {
 					t.Fatalf("invalid descriptor reached the tx ring: %+v", d)
 				}

@@ -12,12 +12,7 @@ import (
 )
 
 func TestOpenErrors(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pe", Queues: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pe", Queues: 2})
 	quiet := func(string, ...any) {}
 	l.ServerNS.Do(func() error {
 		_, err := Open(Config{Interface: "pc-missing0", Logf: quiet})
@@ -54,12 +49,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestAttachErrors(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pa"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pa"})
 	l.ServerNS.Do(func() error {
 		p1, err := NewProgram(ProgramConfig{IP: ourIP})
 		if err != nil {
@@ -100,12 +90,7 @@ func TestAttachErrors(t *testing.T) {
 // TestWithoutPrivileges drops every capability on one locked thread (Linux
 // credentials are per thread) and checks the user gets the privilege message.
 func TestWithoutPrivileges(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pp"})
 	var openErr, progErr error
 	l.ServerNS.Do(func() error { // a fresh locked thread that dies afterwards
 		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -130,12 +115,7 @@ func TestWithoutPrivileges(t *testing.T) {
 // TestMemlockLimit: without CAP_IPC_LOCK the UMEM counts against
 // RLIMIT_MEMLOCK; over it, the user is told to raise it.
 func TestMemlockLimit(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pm"})
 	var old unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &old); err != nil {
 		t.Fatal(err)
@@ -176,12 +156,7 @@ func TestMemlockLimit(t *testing.T) {
 // TestAttachModes: native and generic attach show in the link's XDP state,
 // and Close leaves nothing attached.
 func TestAttachModes(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "pg"})
 	state := func() uint32 {
 		h, err := l.ServerNS.Handle()
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
+
+	"percore/lab"
 )
 
 // needRoot skips t unless the process is root and the kernel has AF_XDP.
@@ -25,6 +27,80 @@ func needRoot(t testing.TB) {
 	if err == nil {
 		unix.Close(fd)
 	}
+}
+
+// newLab skips t unless the process is root and the kernel has AF_XDP
+// (needRoot), then builds a lab with c; t.Cleanup removes it.
+func newLab(t testing.TB, c lab.Config) *lab.Lab {
+	t.Helper()
+	needRoot(t)
+	l, err := lab.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// labSocket builds a 1-queue lab and opens a socket (64 frames) on its
+// server end with no program attached: for tests that run the program with
+// BPF_PROG_TEST_RUN and need a socket to register.
+func labSocket(t *testing.T, prefix string) *Socket {
+	t.Helper()
+	l := newLab(t, lab.Config{Prefix: prefix})
+	var s *Socket
+	if err := l.ServerNS.Do(func() (err error) {
+		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// attachLab attaches a program for pc to the lab's server end (native mode)
+// and opens and registers one socket per queue with c (Interface and Queue
+// filled in), all inside the server namespace; t.Cleanup closes them.
+func attachLab(t testing.TB, l *lab.Lab, pc ProgramConfig, c Config, queues int) (*Program, []*Socket) {
+	t.Helper()
+	var (
+		p     *Program
+		socks []*Socket
+	)
+	err := l.ServerNS.Do(func() (err error) {
+		if p, err = NewProgram(pc); err != nil {
+			return err
+		}
+		if err = p.Attach(l.ServerIf, Native); err != nil {
+			return err
+		}
+		c.Interface = l.ServerIf
+		for q := range queues {
+			c.Queue = q
+			s, err := Open(c)
+			if err != nil {
+				return err
+			}
+			socks = append(socks, s)
+			if err = p.Register(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		for _, s := range socks {
+			s.Close()
+		}
+		if p != nil {
+			p.Close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, socks
 }
 
 var (

@@ -2,11 +2,9 @@ package afxdp
 
 import (
 	"encoding/binary"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"percore/lab"
@@ -17,51 +15,11 @@ import (
 // one Kick sends them all: 200 echo requests to the client, whose kernel
 // answers every one.
 func TestKickSendsLargeBatch(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pk"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	var (
-		p *Program
-		s *Socket
-	)
-	err = l.ServerNS.Do(func() (err error) {
-		if p, err = NewProgram(ProgramConfig{IP: l.ServerIP}); err != nil {
-			return err
-		}
-		if err = p.Attach(l.ServerIf, Native); err != nil {
-			return err
-		}
-		if s, err = Open(Config{Interface: l.ServerIf, FrameCount: 512, Logf: t.Logf}); err != nil {
-			return err
-		}
-		return p.Register(s)
-	})
-	t.Cleanup(func() {
-		if s != nil {
-			s.Close()
-		}
-		if p != nil {
-			p.Close()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newLab(t, lab.Config{Prefix: "pk"})
+	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 512, Logf: t.Logf}, 1)
+	s := socks[0]
 	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, 32) // best effort: older kernels have 32 anyway
-	h, err := l.ClientNS.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	cl, err := h.LinkByName(l.ClientIf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.NeighAdd(&netlink.Neigh{LinkIndex: cl.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(l.ServerIP.AsSlice()), HardwareAddr: l.ServerMAC}); err != nil {
+	if err := lab.AddNeighbour(l.ClientNS, l.ClientIf, l.ServerIP, l.ServerMAC); err != nil {
 		t.Fatal(err)
 	}
 

@@ -40,37 +40,8 @@ func newLabRig(t *testing.T, queues int) *labRig {
 		}
 	})
 	r := &labRig{l: l, stop: make(chan struct{})}
-	err = l.ServerNS.Do(func() (err error) {
-		if r.prog, err = NewProgram(ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}}); err != nil {
-			return err
-		}
-		if err = r.prog.Attach(l.ServerIf, Native); err != nil {
-			return err
-		}
-		for q := 0; q < queues; q++ {
-			s, err := Open(Config{Interface: l.ServerIf, Queue: q, FrameCount: 256, Logf: t.Logf})
-			if err != nil {
-				return err
-			}
-			r.socks = append(r.socks, s)
-			if err = r.prog.Register(s); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	t.Cleanup(func() {
-		r.halt()
-		for _, s := range r.socks {
-			s.Close()
-		}
-		if r.prog != nil {
-			r.prog.Close()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.prog, r.socks = attachLab(t, l, ProgramConfig{IP: l.ServerIP, Ports: []uint16{listenPort}}, Config{FrameCount: 256, Logf: t.Logf}, queues)
+	t.Cleanup(r.halt) // before attachLab's cleanup closes the sockets
 	for _, s := range r.socks {
 		rs := newResponder(s, l.ServerIP, l.ServerMAC)
 		r.resp = append(r.resp, rs)
@@ -311,39 +282,9 @@ func TestLabOtherAddressesReachKernel(t *testing.T) {
 // TestFdReadableOnRx: a shard blocks in poll on Fd when idle; a frame on the
 // rx ring must wake it.
 func TestFdReadableOnRx(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pf"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	var (
-		p *Program
-		s *Socket
-	)
-	err = l.ServerNS.Do(func() (err error) {
-		if p, err = NewProgram(ProgramConfig{IP: l.ServerIP}); err != nil {
-			return err
-		}
-		if err = p.Attach(l.ServerIf, Native); err != nil {
-			return err
-		}
-		if s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf}); err != nil {
-			return err
-		}
-		return p.Register(s)
-	})
-	t.Cleanup(func() {
-		if s != nil {
-			s.Close()
-		}
-		if p != nil {
-			p.Close()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newLab(t, lab.Config{Prefix: "pf"})
+	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, Logf: t.Logf}, 1)
+	s := socks[0]
 	pfd := []unix.PollFd{{Fd: int32(s.Fd()), Events: unix.POLLIN}}
 	if n, _ := unix.Poll(pfd, 0); n != 0 {
 		t.Fatalf("readable before any traffic: %+v", pfd)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-
-	"percore/lab"
 )
 
 var (
@@ -84,25 +82,12 @@ func TestProgramNoSocketPasses(t *testing.T) {
 }
 
 func TestProgramSteers(t *testing.T) {
-	needRoot(t)
-	l, err := lab.New(lab.Config{Prefix: "pt"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	s := labSocket(t, "pt")
 	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	var s *Socket
-	if err := l.ServerNS.Do(func() (err error) {
-		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 64, Logf: t.Logf})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	if err := p.Register(s); err != nil {
 		t.Fatal(err)
 	}

@@ -59,11 +59,7 @@ func TestSocketOnHugePages(t *testing.T) {
 	if hugeFree(t) < 1 {
 		t.Skip("kernel could not reserve a hugepage (memory fragmented)")
 	}
-	l, err := lab.New(lab.Config{Prefix: "ph"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := newLab(t, lab.Config{Prefix: "ph"})
 	var s *Socket
 	if err := l.ServerNS.Do(func() (err error) {
 		s, err = Open(Config{Interface: l.ServerIf, FrameCount: 512, Logf: t.Logf})

@@ -59,6 +59,7 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 go build -o "$dir/httpd" ./cmd/httpd
 
 ip netns add "$srv"
@@ -121,18 +122,10 @@ for i in 0 1 2; do # wait until each answers
 	}
 done
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; } # user nice system irq softirq
-# proccpu PID: utime+stime jiffies of PID and its children (nginx workers).
-# For the native httpd this is nearly all the server side's work (its TCP/IP
-# runs in the process); for posix and nginx the kernel's TCP runs partly in
-# softirq outside it, so only the whole-machine column compares all three.
-proccpu() {
-	local total=0 p
-	for p in "$1" $(pgrep -P "$1" || true); do
-		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-	done
-	echo "$total"
-}
+# proccpu (lib.sh) for the native httpd is nearly all the server side's work
+# (its TCP/IP runs in the process); for posix and nginx the kernel's TCP runs
+# partly in softirq outside it, so only the whole-machine column compares all
+# three.
 hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -158,7 +151,6 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
 echo "load average before the run: $load0 (other work on the machine inflates CPU-µs/req)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, keep-alive, GET / (5-byte body), $ROUNDS interleaved rounds, medians"

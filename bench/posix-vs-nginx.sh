@@ -45,6 +45,7 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 go build -o "$dir/httpd" ./cmd/httpd
 
 # nginx with its own prefix, config, pid and logs under $dir; foreground so
@@ -93,16 +94,6 @@ for i in 1 2 3 4; do # wait until each answers
 	curl -fs "http://127.0.0.1:$((BASE_PORT + i))/" >/dev/null || { echo "posix-vs-nginx: ${names[i-1]} did not start" >&2; exit 1; }
 done
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; } # user nice system irq softirq
-# proccpu PID: utime+stime jiffies of PID and its children processes (nginx
-# workers), a figure that other work on the machine does not inflate.
-proccpu() {
-	local total=0 p
-	for p in "$1" $(pgrep -P "$1" || true); do
-		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-	done
-	echo "$total"
-}
 hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -129,7 +120,6 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
 echo "load average before the run: $load0 (other work on the machine inflates CPU-µs/req)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, keep-alive, GET / (5-byte body), $ROUNDS interleaved rounds, medians"

@@ -11,7 +11,7 @@
 #
 #   sudo bench/wreck-native.sh                  # 3 rounds, --smp 2, -c64, 5s
 #   sudo ROUNDS=5 CONNS=128 DUR=10 bench/wreck-native.sh
-#   sudo PIPELINE=16 bench/wreck-native.sh     # wrk pipelines through a Lua script
+#   sudo PIPELINE=16 bench/wreck-native.sh     # wrk pipelines through bench/wrk-pipeline.lua
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -55,17 +55,10 @@ native_ip=${server_ip%.*}.3 # lab.NativePair's native client address: on no kern
 target=$server_ip:$PORT
 in_ns() { ip netns exec "$client_ns" "$@"; }
 
-wrk_args=()
+wrk_args=() wrk_script_args=()
 if ((PIPELINE > 1)); then
-	cat >"$tmp/pipeline.lua" <<LUA
-init = function(args)
-	local r = {}
-	for i = 1, $PIPELINE do r[i] = wrk.format() end
-	req = table.concat(r)
-end
-request = function() return req end
-LUA
-	wrk_args=(-s "$tmp/pipeline.lua")
+	wrk_args=(-s "$root/bench/wrk-pipeline.lua")
+	wrk_script_args=(-- "$PIPELINE")
 fi
 
 hz=$(getconf CLK_TCK)
@@ -78,7 +71,7 @@ run() { # client round -> appends "client rps us_per_req" to results
 	native) in_ns "$tmp/wreck" --network-stack native --iface "$client_if" --host-ipv4-addr "$native_ip" \
 		--server "$target" --smp "$SMP" --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>"$tmp/err" ;;
 	kernel) in_ns "$tmp/wreck" --server "$target" --smp "$SMP" --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>"$tmp/err" ;;
-	wrk) in_ns wrk -t"$SMP" -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "http://$target/" >"$out" 2>"$tmp/err" ;;
+	wrk) in_ns wrk -t"$SMP" -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "http://$target/" "${wrk_script_args[@]}" >"$out" 2>"$tmp/err" ;;
 	esac
 	b1=$(busy)
 	reqs=$(awk '/requests in/{print $1; exit}' "$out")

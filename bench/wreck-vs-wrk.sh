@@ -10,7 +10,7 @@
 #
 #   bench/wreck-vs-wrk.sh                 # 3 rounds, -c64, 5s
 #   ROUNDS=5 CONNS=128 DUR=10 bench/wreck-vs-wrk.sh
-#   PIPELINE=16 bench/wreck-vs-wrk.sh    # wrk pipelines through a Lua script
+#   PIPELINE=16 bench/wreck-vs-wrk.sh    # wrk pipelines through bench/wrk-pipeline.lua
 #   BASE=main bench/wreck-vs-wrk.sh       # also wreck as of git revision BASE, as "base"
 set -euo pipefail
 
@@ -79,17 +79,10 @@ for _ in $(seq 50); do
 done
 kill -0 "$nginx_pid" 2>/dev/null || { echo "wreck-vs-wrk: nginx did not start: $(cat "$tmp/logs/error.log")" >&2; exit 1; }
 
-wrk_args=()
+wrk_args=() wrk_script_args=()
 if ((PIPELINE > 1)); then
-	cat >"$tmp/pipeline.lua" <<LUA
-init = function(args)
-	local r = {}
-	for i = 1, $PIPELINE do r[i] = wrk.format() end
-	req = table.concat(r)
-end
-request = function() return req end
-LUA
-	wrk_args=(-s "$tmp/pipeline.lua")
+	wrk_args=(-s "$root/bench/wrk-pipeline.lua")
+	wrk_script_args=(-- "$PIPELINE")
 fi
 
 hz=$(getconf CLK_TCK)
@@ -102,7 +95,7 @@ run() { # tool round -> appends "tool rps machine_us procs_us client_us server_u
 	b0=$(busy)
 	s0=$(ticks "$nginx_pid")
 	case $tool in
-	wrk) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "$url" >"$out" ;;
+	wrk) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "${wrk_args[@]}" "$url" "${wrk_script_args[@]}" >"$out" ;;
 	wreck | base) /usr/bin/time -f '%U %S %w' -o "$tmp/time" taskset -c "$CLIENT_CPU" "$tmp/$tool" --server "127.0.0.1:$PORT" --smp 1 --conn "$CONNS" --pipeline "$PIPELINE" --duration "${DUR}s" >"$out" 2>/dev/null ;;
 	esac
 	b1=$(busy)

@@ -5,8 +5,6 @@ import (
 	"testing"
 )
 
-const hostHdr = "Host: x\r\n"
-
 var long = strings.Repeat("a", MaxTarget)
 
 // parserCases are whole input streams and the statuses they must get, in order,

@@ -44,14 +44,7 @@ func TestImpairAFXDPTx(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("open AF_XDP sockets on the server end: %v", err)
 	}
-	var rx int
-	if err := im.ClientNS.Do(func() (err error) {
-		rx, err = openTestSocket(im.ClientIf)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(rx) })
+	rx := clientTestSocket(t, im)
 
 	const n = 8 // per queue and round
 	check := func(round int) {

@@ -56,7 +56,7 @@ func newBridgeRig(t *testing.T, spec ImpairSpec, slotSize int) *bridgeRig {
 	if err := im.Bridge.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var rx, tx, cli int
+	var rx, tx int
 	if err := im.MiddleNS.Do(func() (err error) {
 		if rx, err = openPacketSocket(im.MidClientIf); err != nil {
 			return err
@@ -67,13 +67,7 @@ func newBridgeRig(t *testing.T, spec ImpairSpec, slotSize int) *bridgeRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(rx); unix.Close(tx) })
-	if err := im.ClientNS.Do(func() (err error) {
-		cli, err = openTestSocket(im.ClientIf)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(cli) })
+	cli := clientTestSocket(t, im)
 	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +115,21 @@ func TestBridgeTooLong(t *testing.T) {
 	if s := r.d.im.Stats; s.Received < n || s.TooLong != s.Received || s.Forwarded != 0 {
 		t.Fatalf("stats %+v: want at least %d received, all too long, none forwarded", s, n)
 	}
+}
+
+// clientTestSocket opens a test socket (openTestSocket) on im's client end;
+// t.Cleanup closes it.
+func clientTestSocket(t *testing.T, im *Impaired) int {
+	t.Helper()
+	var fd int
+	if err := im.ClientNS.Do(func() (err error) {
+		fd, err = openTestSocket(im.ClientIf)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }
 
 // openTestSocket opens an AF_PACKET socket on name (in the calling thread's

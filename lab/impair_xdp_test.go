@@ -29,14 +29,7 @@ func TestImpairXDPTx(t *testing.T) {
 	t.Cleanup(func() { bounce.Close() })
 
 	// rx sees the bounced test frames arriving back at the client end.
-	var rx int
-	if err := im.ClientNS.Do(func() (err error) {
-		rx, err = openTestSocket(im.ClientIf)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(rx) })
+	rx := clientTestSocket(t, im)
 
 	const n = 32
 	sendTestFrames(t, im, rx, 0, n)
@@ -76,26 +69,30 @@ func TestImpairXDPTx(t *testing.T) {
 func xdpTxErrors(t *testing.T, ns *NS, name string) uint64 {
 	t.Helper()
 	var sum uint64
+	for k, v := range ethtoolStats(t, ns, name) {
+		if strings.HasPrefix(k, "rx_queue_") && strings.HasSuffix(k, "_xdp_tx_errors") {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// ethtoolStats reads a veth end's counters (ethtool -S).
+func ethtoolStats(t *testing.T, ns *NS, name string) map[string]uint64 {
+	t.Helper()
+	var st map[string]uint64
 	if err := ns.Do(func() error {
 		e, err := ethtool.NewEthtool()
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		st, err := e.Stats(name)
-		if err != nil {
-			return err
-		}
-		for k, v := range st {
-			if strings.HasPrefix(k, "rx_queue_") && strings.HasSuffix(k, "_xdp_tx_errors") {
-				sum += v
-			}
-		}
-		return nil
+		st, err = e.Stats(name)
+		return err
 	}); err != nil {
 		t.Fatalf("ethtool -S %s: %v", name, err)
 	}
-	return sum
+	return st
 }
 
 // TestImpairedSpreadsFlows checks that flows through the bridge reach more
@@ -142,26 +139,13 @@ func TestImpairedSpreadsFlows(t *testing.T) {
 // xdpPacketsPerQueue reads a veth end's rx_queue_N_xdp_packets (ethtool -S).
 func xdpPacketsPerQueue(t *testing.T, ns *NS, name string) []uint64 {
 	t.Helper()
+	st := ethtoolStats(t, ns, name)
 	var per []uint64
-	if err := ns.Do(func() error {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return err
+	for q := 0; ; q++ {
+		v, ok := st[fmt.Sprintf("rx_queue_%d_xdp_packets", q)]
+		if !ok {
+			return per
 		}
-		defer e.Close()
-		st, err := e.Stats(name)
-		if err != nil {
-			return err
-		}
-		for q := 0; ; q++ {
-			v, ok := st[fmt.Sprintf("rx_queue_%d_xdp_packets", q)]
-			if !ok {
-				return nil
-			}
-			per = append(per, v)
-		}
-	}); err != nil {
-		t.Fatalf("ethtool -S %s: %v", name, err)
+		per = append(per, v)
 	}
-	return per
 }

@@ -130,6 +130,19 @@ func AddAddr(ns *NS, name string, addr netip.Prefix) error {
 	})
 }
 
+// AddNeighbour adds a permanent neighbour entry (ip at mac) on interface name
+// in ns, so the kernel there sends to ip without asking ARP.
+func AddNeighbour(ns *NS, name string, ip netip.Addr, mac net.HardwareAddr) error {
+	return withLink(ns, name, func(h *netlink.Handle, l netlink.Link) error {
+		n := &netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: ip.AsSlice(), HardwareAddr: mac}
+		if err := h.NeighAdd(n); err != nil {
+			return fmt.Errorf("add neighbour %s at %s on %s in %s: %w", ip, mac, name, ns, err)
+		}
+		return nil
+	})
+}
+
 // HardwareAddr returns the MAC address of interface name in ns.
 func HardwareAddr(ns *NS, name string) (net.HardwareAddr, error) {
 	var mac net.HardwareAddr

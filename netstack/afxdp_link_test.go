@@ -2,12 +2,9 @@ package netstack
 
 import (
 	"encoding/binary"
-	"net"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netlink"
 
 	"percore/afxdp"
 	"percore/lab"
@@ -52,17 +49,7 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The client knows our MAC without asking: no ARP responder needed here.
-	h, err := l.ClientNS.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	cl, err := h.LinkByName(l.ClientIf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.NeighAdd(&netlink.Neigh{LinkIndex: cl.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(l.ServerIP.AsSlice()), HardwareAddr: l.ServerMAC}); err != nil {
+	if err := lab.AddNeighbour(l.ClientNS, l.ClientIf, l.ServerIP, l.ServerMAC); err != nil {
 		t.Fatal(err)
 	}
 
@@ -85,13 +72,13 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 	src, dst := l.ServerIP.As4(), l.ClientIP.As4()
 	copy(ip[12:16], src[:])
 	copy(ip[16:20], dst[:])
-	binary.BigEndian.PutUint16(ip[10:], afxdpTestChecksum(ip))
+	binary.BigEndian.PutUint16(ip[10:], Checksum(ip))
 	icmp := req[34:]
 	clear(icmp)
 	icmp[0] = 8
 	binary.BigEndian.PutUint16(icmp[4:], 0x7063)
 	binary.BigEndian.PutUint16(icmp[6:], 1)
-	binary.BigEndian.PutUint16(icmp[2:], afxdpTestChecksum(icmp))
+	binary.BigEndian.PutUint16(icmp[2:], Checksum(icmp))
 	fs[0].Buf = req
 	link.TxSubmit(fs[:1])
 	link.Flush()
@@ -128,18 +115,4 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per Link cycle", allocs)
 	}
-}
-
-func afxdpTestChecksum(b []byte) uint16 {
-	var s uint32
-	for ; len(b) >= 2; b = b[2:] {
-		s += uint32(b[0])<<8 | uint32(b[1])
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return ^uint16(s)
 }

@@ -157,7 +157,6 @@ func (p *Posix) accept(now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		c := p.slot()
 		c.fd = fd
 		c.hc = p.srv.NewConn(rawAddrPort(&p.rsa), now)

@@ -65,7 +65,9 @@ func posixSocket(addr netip.AddrPort, reuseport bool) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("create socket: %w", err)
 	}
-	opts := [][2]int{{unix.SOL_SOCKET, unix.SO_REUSEADDR}}
+	// Accepted sockets inherit TCP_NODELAY from the listener: no setsockopt
+	// per connection.
+	opts := [][2]int{{unix.SOL_SOCKET, unix.SO_REUSEADDR}, {unix.IPPROTO_TCP, unix.TCP_NODELAY}}
 	if reuseport {
 		opts = append(opts, [2]int{unix.SOL_SOCKET, unix.SO_REUSEPORT})
 	}

@@ -97,3 +97,30 @@ func TestListenPortInUse(t *testing.T) {
 		t.Fatalf("second server on %v: fds %v, err %v; want ErrAddrInUse", addr, fds2, err)
 	}
 }
+
+// TestAcceptedInheritsNoDelay: the posix stack sets TCP_NODELAY on its
+// listeners only, relying on accepted sockets inheriting it.
+func TestAcceptedInheritsNoDelay(t *testing.T) {
+	fds, addr, err := ListenPosix(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	c, err := net.Dial("tcp4", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pfd := []unix.PollFd{{Fd: int32(fds[0]), Events: unix.POLLIN}}
+	if n, err := unix.Poll(pfd, 5000); n != 1 {
+		t.Fatalf("listener not readable: %d %v", n, err)
+	}
+	fd, _, err := unix.Accept4(fds[0], unix.SOCK_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v == 0 {
+		t.Fatalf("accepted socket TCP_NODELAY = %d %v, want on", v, err)
+	}
+}

@@ -12,12 +12,13 @@ import (
 // checks that it arrives byte-exact, repaired mostly by SACK recovery
 // rather than by retransmission timeouts.
 //
-// Before the lost-retransmission check, the recovery probe and counting
-// SACK-bearing ACKs as duplicates whatever their window, these seeds took
-// 43 and 62 RTOs (17-20 s of fake time); now 19 and 17 (16.4 and 16.8 s).
-// What is left are mostly a probe or an ACK lost when only one segment was
-// in flight, which only the RTO can repair. The bound below leaves room
-// for small changes in timing, not for a regression to RTO-bound recovery.
+// Before this package's lost-retransmission check, recovery probe,
+// window-blind duplicate ACKs and byte-counted congestion avoidance, these
+// seeds took 43 and 62 RTOs and 17.3 and 20.4 s of fake time (0.8-1.0
+// MB/s); now 4 and 7 RTOs, 9.2 and 10.2 s (1.6-1.8 MB/s). What is left is
+// mostly a probe or an ACK lost with one segment in flight, which only the
+// RTO repairs. The bounds leave room for small changes in timing, not for
+// a return to RTO-bound recovery.
 func TestTCPBulkImpaired(t *testing.T) {
 	const size = 16 << 20
 	body := make([]byte, size)
@@ -46,7 +47,7 @@ func TestTCPBulkImpaired(t *testing.T) {
 			t.Logf("%v fake time (%.2f MB/s): retrans %d fast %d lost-rtx %d rec-probes %d rto %d tlp %d txnobuf %d | client ooo %d dup %d | faults to client %+v",
 				el, float64(size)/el.Seconds()/1e6, sa.Retransmits, sa.FastRetransmits, sa.LostRetransmits, sa.RecoveryProbes,
 				sa.RTOTimeouts, sa.TailLossProbes, sa.TxNoBuf, sb.OOOSegs, sb.DupSegs, n.fa.Stats)
-			if sa.FastRetransmits < 20*sa.RTOTimeouts || sa.RTOTimeouts > 30 {
+			if sa.FastRetransmits < 30*sa.RTOTimeouts || sa.RTOTimeouts > 15 {
 				t.Errorf("RTO-bound recovery: %d fast retransmits, %d RTOs", sa.FastRetransmits, sa.RTOTimeouts)
 			}
 			if sa.LostRetransmits == 0 || sa.RecoveryProbes == 0 {

@@ -78,6 +78,7 @@ type tcpConn struct {
 	rttSeq                      seqnum
 	sndWnd, maxSndWnd           uint32
 	cwnd, ssthresh              uint32
+	caAcked                     uint32 // bytes ACKed towards the next cwnd step in congestion avoidance (RFC 3465)
 
 	// Receive sequence space.
 	irs, rcvNxt seqnum

@@ -1,6 +1,9 @@
 package netstack
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Loss recovery against a peer like Linux: duplicate ACKs whose window
 // changes, retransmissions lost again, and ACKs a reordering path delivers
@@ -131,5 +134,53 @@ func TestTCPPAWSDisorderedAck(t *testing.T) {
 	x.recv()
 	if st := x.stats(); st.DisorderedAcks != 1 || st.PAWSDrop != 2 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The recovery probe: SND.UNA's retransmission is out and no ACK comes
+// back (it, or the one ACK it drew, was lost). It goes again after 2*SRTT,
+// once; the RTO stays behind it.
+func TestTCPRecoveryProbe(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	x.l.rttSample(c, int64(30*time.Millisecond)) // SRTT 30 ms, RTO 200 ms
+	d := sendFlight(x, c, app, 4)
+	x.advance(10 * time.Millisecond)
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(2)}))
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(3)}))
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(4)}))
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	x.advance(59 * time.Millisecond)
+	x.expectNothing()
+	x.advance(time.Millisecond)
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	// Once per SND.UNA: next comes the RTO, 200 ms after the probe.
+	x.advance(199 * time.Millisecond)
+	x.expectNothing()
+	x.advance(time.Millisecond)
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(4), 65535)})
+	if st := x.stats(); st.RecoveryProbes != 1 || st.RTOTimeouts != 1 || st.TailLossProbes != 0 || app.advanced != 4*1460 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Congestion avoidance counts bytes (RFC 3465 2.1): one SMSS per cwnd of
+// data ACKed, however the ACKs are spread (here one per two segments, as a
+// delayed-ACK receiver sends them).
+func TestTCPCongestionAvoidanceBytes(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	sendFlight(x, c, app, 4)
+	c.ssthresh = c.cwnd // congestion avoidance from here, cwnd 4 MSS
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(2), 65535)})
+	if c.cwnd != 4*1460 || c.caAcked != 2*1460 {
+		t.Fatalf("after 2 MSS: cwnd %d acked %d", c.cwnd, c.caAcked)
+	}
+	x.recv()
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(4), 65535)})
+	if c.cwnd != 5*1460 || c.caAcked != 0 {
+		t.Fatalf("after 4 MSS: cwnd %d acked %d", c.cwnd, c.caAcked)
 	}
 }

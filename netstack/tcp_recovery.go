@@ -53,7 +53,16 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		if c.cwnd < c.ssthresh {
 			c.cwnd += min(acked, mss) // slow start, RFC 5681 (2)
 		} else {
-			c.cwnd += max(mss*mss/c.cwnd, 1) // congestion avoidance (3)
+			// Congestion avoidance by bytes acknowledged (RFC 3465
+			// 2.1, RFC 5681 3.1): one SMSS per cwnd of data ACKed,
+			// so that a receiver's delayed ACKs do not halve the
+			// growth, which at small windows (5% loss) decides the
+			// rate.
+			c.caAcked += acked
+			if c.caAcked >= c.cwnd {
+				c.caAcked -= c.cwnd
+				c.cwnd += mss
+			}
 		}
 		c.cwnd = min(c.cwnd, 1<<30)
 	}
@@ -104,10 +113,17 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	c.ssthresh = max(flight/2, 2*mss)
 	c.recover = c.sndMax
 	c.recovery = true
+	c.caAcked = 0
 	c.rtxHigh = c.sndUna
 	l.retransmitAt(c, c.sndUna)
 	c.rtxHigh = c.sndUna.add(mss)
 	c.cwnd = c.ssthresh + 3*mss
+	if c.tlp {
+		// A pending tail loss probe has no place in recovery (RFC
+		// 8985 7.2); the recovery probe, timed from this
+		// retransmission, takes its place.
+		l.rearmRTO(c)
+	}
 }
 
 // lostRetransmit resends SND.UNA's segment when the SACK scoreboard shows

@@ -193,6 +193,7 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	flight := c.sndMax.diff(c.sndUna)
 	c.ssthresh = max(flight/2, 2*uint32(c.mss))
 	c.cwnd = uint32(c.mss)
+	c.caAcked = 0
 	// RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
 	c.recovery = false
 	c.recover = c.sndMax

@@ -10,11 +10,9 @@ import (
 
 // eventSource owns an eventfd registered with the shard and records its events.
 type eventSource struct {
-	fd     int
-	token  uint64
-	got    chan uint64 // tokens seen, read by the test
-	cpu    chan int    // the CPU the shard thread is allowed on, at setup
-	closed bool
+	fd    int
+	token uint64
+	got   chan uint64 // tokens seen, read by the test
 }
 
 func (e *eventSource) Events(evs []Event, now time.Time) {
@@ -135,10 +133,10 @@ func TestPollModeNeverSleeps(t *testing.T) {
 
 // drainer drains after a given number of polls, or never.
 type drainer struct {
-	left          int
-	drain, closed bool
-	never         bool
-	closedCh      chan bool
+	left     int
+	drain    bool
+	never    bool
+	closedCh chan bool
 }
 
 func (d *drainer) Poll(time.Time) bool {

@@ -7,10 +7,9 @@ import "time"
 // stopping a timer never allocates. A Timer belongs to one Wheel, hence to one
 // shard, and must only be touched from that shard's goroutine.
 type Timer struct {
-	prev, next *Timer
-	when       int64 // deadline in wheel ticks since the wheel's epoch
+	prev, next *Timer // linked into a slot or the expired list while armed
+	when       int64  // deadline in wheel ticks since the wheel's epoch
 	at         time.Time
-	armed      bool
 	fire       func(now time.Time)
 }
 
@@ -20,7 +19,7 @@ type Timer struct {
 func (t *Timer) Init(fire func(now time.Time)) { t.fire = fire }
 
 // Armed reports whether the timer is started and has not fired or been stopped.
-func (t *Timer) Armed() bool { return t.armed }
+func (t *Timer) Armed() bool { return t.prev != nil }
 
 // When is the deadline the timer was last started with.
 func (t *Timer) When() time.Time { return t.at }
@@ -93,7 +92,7 @@ func (w *Wheel) ticks(t time.Time) int64 {
 // Start arms t to fire at deadline at (or re-arms it if it was armed). A
 // deadline in the past fires on the next Advance.
 func (w *Wheel) Start(t *Timer, at time.Time) {
-	if t.armed {
+	if t.Armed() {
 		t.unlink()
 		w.count--
 	}
@@ -106,17 +105,15 @@ func (w *Wheel) Start(t *Timer, at time.Time) {
 	i := slot & w.mask
 	w.slots[i].push(t)
 	w.used[i>>6] |= 1 << (i & 63)
-	t.armed = true
 	w.count++
 }
 
 // Stop disarms t; stopping a timer that is not armed does nothing.
 func (w *Wheel) Stop(t *Timer) {
-	if !t.armed {
+	if !t.Armed() {
 		return
 	}
 	t.unlink()
-	t.armed = false
 	w.count--
 }
 
@@ -162,7 +159,6 @@ func (w *Wheel) Advance(now time.Time) int {
 	for !w.expired.empty() {
 		t := w.expired.head.next
 		t.unlink()
-		t.armed = false
 		w.count--
 		fired++
 		if t.fire != nil {

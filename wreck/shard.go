@@ -226,7 +226,7 @@ func (s *shard) runPending() {
 // side a cross-CPU interrupt (tens of us on a VM) and us a context switch;
 // a client that outruns its server otherwise wakes for every few replies.
 // Pipelined x16 against nginx this took client+server CPU per request down
-// by 8-14%, to at or below wrk's (docs/benchmarks.md). The nap delays reading a
+// by 13-22%, to at or below wrk's (docs/benchmarks.md). The nap delays reading a
 // reply by at most the nap, which is kept below 1/napShare of the median
 // latency the shard has measured, and is off under --rate, whose sends are
 // timed.

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,9 +136,6 @@ func sweepSMP(ctx context.Context, cfg *Config, bins *binaries, dir string, smp 
 	}
 	return nil
 }
-
-// errSkip marks a server that could not start: skipped, not fatal.
-var errSkip = errors.New("skip")
 
 func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t *target, smp, round int, name string, res *Results, logf func(string, ...any)) error {
 	port := serverPort(name)

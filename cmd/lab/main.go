@@ -98,8 +98,8 @@ func up(args []string) error {
 	} else {
 		fmt.Println(l)
 	}
-	fmt.Printf("server interface: %s in netns %s (percore: --iface %s --netns %s --ip %s)\n",
-		l.ServerIf, l.ServerNS, l.ServerIf, l.ServerNS, l.ServerIP)
+	fmt.Printf("server interface: %s in netns %s (serve: ip netns exec %s httpd --network-stack native --iface %s --host-ipv4-addr %s --smp %d)\n",
+		l.ServerIf, l.ServerNS, l.ServerNS, l.ServerIf, l.ServerIP, l.Queues)
 	fmt.Printf("client commands:  %s ping %s\n", l.ClientExec(), l.ServerIP)
 	if !*hold {
 		fmt.Printf("remove with:      lab down %s\n", l.ClientNS.Name[:len(l.ClientNS.Name)-len("-cli")])
