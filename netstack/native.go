@@ -23,7 +23,8 @@ import (
 // eth/arp/ipv4/tcp -> nativeConn (TCPApp) -> httpd.Conn.Feed -> responses
 // queued as immutable slices -> TCP cuts segments into UMEM frames -> tx ring
 // -> kick. The stack's next deadline arms one wheel timer, so a sleeping
-// shard wakes for retransmissions and delayed ACKs.
+// shard wakes for retransmissions, delayed ACKs and httpd's timeouts (TCP
+// runs those too: nativeConn is a TCPAppTimer).
 
 // NativeConfig configures one shard's native stack.
 type NativeConfig struct {

@@ -23,6 +23,7 @@ func (n *Native) Report(r *shard.Report) {
 	r.Add("ip.held_tx", uint64(n.stack.HeldTx()))
 	ts := n.stack.TCPStats()
 	addFields(r, "tcp.", ts)
+	// A gauge TCPStats lacks: read from the layer (report time only).
 	if l := n.stack.tcp; l != nil {
 		r.Add("tcp.rcv_bufs_used", uint64(l.rbufsMade-len(l.rbufs)))
 	}

@@ -147,7 +147,7 @@ func TestNativeSYNFlood(t *testing.T) {
 		o.Native.MaxConns = maxConns
 		o.Native.TCP = func(c *netstack.TCPConfig) {
 			c.SynBacklog = backlog
-			c.RTOInitial = 100 * time.Millisecond // half-open entries go after 0.7 s
+			c.RTOInitial = 300 * time.Millisecond // half-open entries go after 2.1 s
 			c.SynRetries = 2
 			c.TimeWait = time.Second
 		}
@@ -179,8 +179,10 @@ func TestNativeSYNFlood(t *testing.T) {
 	m := shard.Merge(nt.Stats())
 	t.Logf("%d requests during the flood; peak conns %d, syn_rcvd %d per shard; cookies sent %d, syn_rcvd timeouts %d, table full %d, drops %d",
 		reqs, peakConns, peakSynRcvd, m.Get("tcp.syn_cookies_sent"), m.Get("tcp.syn_rcvd_timeout"), m.Get("tcp.table_full"), m.Get("native.drops"))
-	if m.Get("tcp.syn_cookies_sent") == 0 || peakSynRcvd == 0 {
-		t.Fatalf("the flood did not fill the backlog: %d cookies sent, peak syn_rcvd %d", m.Get("tcp.syn_cookies_sent"), peakSynRcvd)
+	// Cookies go out only while the backlog is full; the peaks are samples
+	// between requests, so they bound but need not catch the backlog full.
+	if m.Get("tcp.syn_cookies_sent") == 0 {
+		t.Fatalf("the flood did not fill the backlog: no SYN cookie sent")
 	}
 	if peakConns > maxConns || peakSynRcvd > backlog {
 		t.Fatalf("peak per shard: %d conns (max %d), %d half-open (backlog %d)", peakConns, maxConns, peakSynRcvd, backlog)
