@@ -279,7 +279,6 @@ func (n *Native) accept(remote netip.AddrPort, port uint16, now time.Time) TCPAp
 	}
 	c.hc = n.srv.NewConn(remote, now)
 	c.h = h
-	n.stack.tcpAppDeadline(h, c.hc.Deadline())
 	n.open++
 	n.stats.Accepted++
 	return c
@@ -362,9 +361,8 @@ func (n *Native) Close() {
 }
 
 // The places the glue reaches into TCP, for want of a seam: a passive
-// connection's handle (TCPEndpoint.Accept is not given one), the first app
-// deadline of a connection (see tcpAppDeadline) and closing the listeners
-// (there is no UnlistenTCP). Everything else goes through WakeTCP, AbortTCP
+// connection's handle (TCPEndpoint.Accept is not given one) and closing the
+// listeners (there is no UnlistenTCP). Everything else goes through WakeTCP, AbortTCP
 // and TCPAppTimer.
 
 // tcpHandleOf returns the handle of the connection from remote to our port,
@@ -378,21 +376,6 @@ func (s *Stack) tcpHandleOf(remote netip.AddrPort, port uint16) TCPHandle {
 	}
 	c := l.conns[i]
 	return TCPHandle{id: c.id, gen: c.gen}
-}
-
-// tcpAppDeadline arms h's app timer at d, from Accept. TCP reads
-// TCPAppTimer.Deadline after each segment batch, but not after a handshake
-// completed by SYN cookie (cookieEstablish): without this, a cookie
-// connection that never sends a byte would never time out
-// (TestNativeCookieSilentClient). TCP's own reading overrides it; the layer
-// schedules the connection after Accept returns.
-func (s *Stack) tcpAppDeadline(h TCPHandle, d time.Time) {
-	c := s.tcpConnOf(h)
-	if c == nil || d.IsZero() {
-		return
-	}
-	l := s.tcp
-	c.appAt = max(int64(d.Sub(l.epoch)), l.now+1)
 }
 
 // stopListening closes every listener: new SYNs get RST.

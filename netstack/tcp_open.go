@@ -94,6 +94,9 @@ func (l *tcpLayer) cookieEstablish(ls *tcpListener, k tcpKey, f *TCPFields, payl
 	}
 	l.segment(c, f, payload)
 	if c.state != tcpClosed {
+		// The app's timer from the start, as after a normal handshake: a
+		// cookie connection that never sends a byte must still time out.
+		l.appDeadline(c)
 		l.schedule(c)
 	}
 }
