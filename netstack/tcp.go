@@ -96,9 +96,6 @@ func (t TCP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(t[tcpCsumOff:], 
 // TCPSACKBlock is one SACK block (RFC 2018 §3): bytes [Left, Right) received.
 type TCPSACKBlock struct{ Left, Right uint32 }
 
-// tcpMaxSACK is how many SACK blocks fit next to a timestamp option (RFC 2018 §3).
-const tcpMaxSACK = 3
-
 // TCPFields is the parsed form of a TCP header with the options percore knows.
 // Decode fills it from a view; Encode writes it into a buffer.
 type TCPFields struct {

@@ -66,14 +66,12 @@ type sizeClient struct {
 	next    int
 	want    int
 	got     int
-	h       [32]byte
 	acc     []byte
 	out     [][]byte
 	reqBuf  [8]byte
 	done    bool
 	peerFin bool
 	sums    [][32]byte
-	body    []byte
 }
 
 func (c *sizeClient) request() {
@@ -122,12 +120,11 @@ func (r *releaseCounter) Accept(netip.AddrPort, time.Time) TCPApp { return nil }
 func (r *releaseCounter) Release(TCPApp, time.Time)               { r.n++ }
 
 type e2eNet struct {
-	t          *testing.T
-	a, b       *Stack
-	la, lb     *ChanLink
-	fa, fb     *FaultLink
-	now        time.Time
-	nextA, nxB time.Time
+	t      *testing.T
+	a, b   *Stack
+	la, lb *ChanLink
+	fa, fb *FaultLink
+	now    time.Time
 }
 
 func newE2E(t *testing.T, faults Faults, seed uint64, tcfg TCPConfig) *e2eNet {

@@ -31,7 +31,6 @@ func (e httpdEndpoint) Release(app TCPApp, now time.Time) { e.srv.Release(app.(*
 
 // httpClient sends requests and splits the responses by Content-Length.
 type httpClient struct {
-	reqs   [][]byte
 	out    [][]byte
 	in     []byte
 	bodies [][]byte

@@ -311,10 +311,6 @@ func ip4(a [4]byte) uint32 {
 	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
 }
 
-func ip4Addr(a uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
-}
-
 // connect opens a connection to raddr:rport from an ephemeral port that
 // passes the port filter; app gets the bytes and ep.Release is called when
 // it is gone.
