@@ -161,40 +161,6 @@ func newAcct(id int, cfg *Config, conns int, budget int64, stop *atomic.Bool) (*
 	return s, nil
 }
 
-// progressLoop waits for the shards, printing a line each second and
-// passing cfg.Stop on.
-func progressLoop(cfg *Config, accts []*shard, start int64, stop *atomic.Bool, done *sync.WaitGroup) {
-	finished := make(chan struct{})
-	go func() { done.Wait(); close(finished) }()
-	progress := time.NewTicker(time.Second)
-	defer progress.Stop()
-	var last uint64
-	lastAt := start
-	for {
-		select {
-		case <-finished:
-			return
-		case <-cfg.Stop:
-			stop.Store(true)
-		case <-progress.C:
-			if cfg.Progress == nil {
-				continue
-			}
-			var resp, fails, bytes uint64
-			for _, s := range accts {
-				resp += s.pub.responses.Load()
-				fails += s.pub.failures.Load()
-				bytes += s.pub.bytes.Load()
-			}
-			now := mono()
-			secs := float64(now-lastAt) / 1e9
-			fmt.Fprintf(cfg.Progress, "wreck: %5.1fs %10.0f req/s %8d errors %8.2f MB total\n",
-				float64(now-start)/1e9, float64(resp-last)/secs, fails, float64(bytes)/1e6)
-			last, lastAt = resp, now
-		}
-	}
-}
-
 // notKernelAddr refuses an address the kernel holds: the XDP program would
 // take its ARP and its TCP on our source ports away from the kernel.
 func notKernelAddr(a netip.Addr) error {

@@ -100,16 +100,23 @@ func Run(cfg Config) (*Result, error) {
 	end = start + int64(cfg.Duration)
 	close(startCh)
 
+	progressLoop(&cfg, shards, start, &stop, &done)
+	return result(&cfg, shards, cpus, start), nil
+}
+
+// progressLoop waits for the shards, printing a line each second and
+// passing cfg.Stop on.
+func progressLoop(cfg *Config, accts []*shard, start int64, stop *atomic.Bool, done *sync.WaitGroup) {
 	finished := make(chan struct{})
 	go func() { done.Wait(); close(finished) }()
 	progress := time.NewTicker(time.Second)
 	defer progress.Stop()
 	var last uint64
 	lastAt := start
-	for running := true; running; {
+	for {
 		select {
 		case <-finished:
-			running = false
+			return
 		case <-cfg.Stop:
 			stop.Store(true)
 		case <-progress.C:
@@ -117,7 +124,7 @@ func Run(cfg Config) (*Result, error) {
 				continue
 			}
 			var resp, fails, bytes uint64
-			for _, s := range shards {
+			for _, s := range accts {
 				resp += s.pub.responses.Load()
 				fails += s.pub.failures.Load()
 				bytes += s.pub.bytes.Load()
@@ -129,5 +136,4 @@ func Run(cfg Config) (*Result, error) {
 			last, lastAt = resp, now
 		}
 	}
-	return result(&cfg, shards, cpus, start), nil
 }
