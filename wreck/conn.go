@@ -31,12 +31,7 @@ type conn struct {
 	req        []byte // Pipeline copies of the request, back to back
 	wpos, wend int    // bytes of req being written: [wpos, wend)
 
-	// In-flight requests, oldest first, in rings of Pipeline entries:
-	// start is the latency origin (send time, or the intended send time under
-	// --rate, or connect start in one-shot mode); sent is when the request was
-	// written, for --timeout.
-	start, sent []int64
-	head, n     int
+	flights // in-flight requests
 
 	seqSent, seqWant uint64 // next sequence number to stamp / to expect
 
@@ -44,23 +39,32 @@ type conn struct {
 	wakeAt int64 // end of a connect back-off
 }
 
+// flights is a connection's in-flight requests, oldest first, in a ring of
+// Pipeline entries: start is the latency origin (send time, or the intended
+// send time under --rate, or connect start in one-shot mode); sent is when
+// the request was written, for --timeout. Both client modes embed it.
+type flights struct {
+	start, sent []int64
+	head, n     int
+}
+
 // push appends an in-flight request.
-func (c *conn) push(start, sent int64) {
-	i := c.head + c.n
-	if i >= len(c.start) {
-		i -= len(c.start)
+func (f *flights) push(start, sent int64) {
+	i := f.head + f.n
+	if i >= len(f.start) {
+		i -= len(f.start)
 	}
-	c.start[i], c.sent[i] = start, sent
-	c.n++
+	f.start[i], f.sent[i] = start, sent
+	f.n++
 }
 
 // pop removes the oldest in-flight request and returns its latency origin.
-func (c *conn) pop() int64 {
-	t := c.start[c.head]
-	c.head++
-	if c.head == len(c.start) {
-		c.head = 0
+func (f *flights) pop() int64 {
+	t := f.start[f.head]
+	f.head++
+	if f.head == len(f.start) {
+		f.head = 0
 	}
-	c.n--
+	f.n--
 	return t
 }

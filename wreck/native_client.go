@@ -74,8 +74,7 @@ type nconn struct {
 	una, pend int
 	outv      [2][]byte
 
-	start, sent []int64 // in-flight ring: latency origin, send time
-	head, n     int
+	flights // in-flight requests
 
 	seqSent, seqWant uint64
 	since, wakeAt    int64
@@ -578,25 +577,4 @@ func (c *nclient) shutdown(now time.Time) {
 		}
 	}
 	c.stack.Poll(now, c.link)
-}
-
-// push appends an in-flight request.
-func (nc *nconn) push(start, sent int64) {
-	i := nc.head + nc.n
-	if i >= len(nc.start) {
-		i -= len(nc.start)
-	}
-	nc.start[i], nc.sent[i] = start, sent
-	nc.n++
-}
-
-// pop removes the oldest in-flight request and returns its latency origin.
-func (nc *nconn) pop() int64 {
-	t := nc.start[nc.head]
-	nc.head++
-	if nc.head == len(nc.start) {
-		nc.head = 0
-	}
-	nc.n--
-	return t
 }
