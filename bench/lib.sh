@@ -17,3 +17,25 @@ proccpu() {
 
 # median: the median of the numbers on stdin (separated by spaces or newlines).
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# measure PID URL [RUNNER...]: one wrk run against URL (wrk -t$THREADS
+# -c$CONNS -d$DURATION, after a 1 s warm-up), started through RUNNER (e.g.
+# `taskset -c 0`, or a function that enters the client namespace). Sets rate
+# (req/s), us (whole-machine CPU-µs/req), sus (PID's own CPU-µs/req) and errs
+# (wrk's error lines, empty when none).
+measure() {
+	local pid=$1 url=$2 hz b0 p0 b1 p1 out reqs
+	shift 2
+	hz=$(getconf CLK_TCK)
+	"$@" wrk -t"$THREADS" -c"$CONNS" -d1s "$url" >/dev/null
+	b0=$(busy)
+	p0=$(proccpu "$pid")
+	out=$("$@" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$url")
+	b1=$(busy)
+	p1=$(proccpu "$pid")
+	reqs=$(awk '/requests in/{print $1}' <<<"$out")
+	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+	errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+	us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+	sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+}

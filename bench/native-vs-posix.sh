@@ -126,24 +126,13 @@ done
 # (its TCP/IP runs in the process); for posix and nginx the kernel's TCP runs
 # partly in softirq outside it, so only the whole-machine column compares all
 # three.
-hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A rps cpu srvcpu
 for r in $(seq "$ROUNDS"); do
 	for i in 0 1 2; do
-		in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d1s "${urls[i]}" >/dev/null # warm up
-		b0=$(busy)
-		p0=$(proccpu "${pids[i]}")
-		out=$(in_cli taskset -c 0 wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "${urls[i]}")
-		b1=$(busy)
-		p1=$(proccpu "${pids[i]}")
-		reqs=$(awk '/requests in/{print $1}' <<<"$out")
-		rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-		errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+		measure "${pids[i]}" "${urls[i]}" in_cli taskset -c 0
 		[[ -z $errs ]] || echo "native-vs-posix: ${names[i]}: $errs" >&2
-		us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
-		sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 		rps[$i]+="$rate "
 		cpu[$i]+="$us "
 		srvcpu[$i]+="$sus "

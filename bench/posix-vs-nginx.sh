@@ -94,25 +94,14 @@ for i in 1 2 3 4; do # wait until each answers
 	curl -fs "http://127.0.0.1:$((BASE_PORT + i))/" >/dev/null || { echo "posix-vs-nginx: ${names[i-1]} did not start" >&2; exit 1; }
 done
 
-hz=$(getconf CLK_TCK)
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A rps cpu srv
 for r in $(seq "$ROUNDS"); do
 	for i in 1 2 3 4; do
 		url="http://127.0.0.1:$((BASE_PORT + i))/"
-		${wrkcpu[i-1]} wrk -t"$THREADS" -c"$CONNS" -d1s "$url" >/dev/null # warm up
-		b0=$(busy)
-		p0=$(proccpu "${pids[i-1]}")
-		out=$(${wrkcpu[i-1]} wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$url")
-		b1=$(busy)
-		p1=$(proccpu "${pids[i-1]}")
-		reqs=$(awk '/requests in/{print $1}' <<<"$out")
-		rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
-		errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+		measure "${pids[i-1]}" "$url" ${wrkcpu[i-1]}
 		[[ -z $errs ]] || echo "posix-vs-nginx: ${names[i-1]}: $errs" >&2
-		us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
-		sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 		rps[$i]+="$rate "
 		cpu[$i]+="$us "
 		srv[$i]+="$sus "
