@@ -1,15 +1,12 @@
 package afxdp
 
 import (
-	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"golang.org/x/sys/unix"
 
 	"percore/lab"
 )
@@ -17,15 +14,8 @@ import (
 // needRoot skips t unless the process is root and the kernel has AF_XDP.
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: AF_XDP sockets, BPF programs and network namespaces")
-	}
-	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
-	if errors.Is(err, unix.EAFNOSUPPORT) {
-		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
-	}
-	if err == nil {
-		unix.Close(fd)
+	if err := Supported(); err != nil {
+		t.Skip(err)
 	}
 }
 

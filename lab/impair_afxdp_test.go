@@ -16,10 +16,8 @@ import (
 // without an XDP program, unlike XDP_TX (TestImpairXDPTx).
 func TestImpairAFXDPTx(t *testing.T) {
 	needRoot(t)
-	if fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err == unix.EAFNOSUPPORT {
-		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
-	} else if err == nil {
-		unix.Close(fd)
+	if err := afxdp.Supported(); err != nil {
+		t.Skip(err)
 	}
 	im, err := NewImpaired(Config{Queues: 2}, ImpairSpec{})
 	if err != nil {

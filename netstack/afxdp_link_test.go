@@ -2,7 +2,6 @@ package netstack
 
 import (
 	"encoding/binary"
-	"os"
 	"testing"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 // TestAFXDPLinkRoundTrip sends an ICMP echo request through the Link to the
 // client namespace's kernel and receives its echo reply through the Link.
 func TestAFXDPLinkRoundTrip(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: AF_XDP socket, XDP program, network namespaces")
+	if err := afxdp.Supported(); err != nil {
+		t.Skip(err)
 	}
 	l, err := lab.New(lab.Config{Prefix: "pl"})
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -12,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"percore/afxdp"
 	"percore/lab"
 )
 
@@ -22,13 +20,8 @@ import (
 // namespace, waits for a stats line, sends SIGTERM and checks httpd exits 0
 // and removed its lab.
 func TestNativeLabCommand(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces, veth, XDP and AF_XDP")
-	}
-	if fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0); err != nil {
-		t.Skipf("no AF_XDP sockets: %v", err)
-	} else {
-		unix.Close(fd)
+	if err := afxdp.Supported(); err != nil {
+		t.Skip(err)
 	}
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs for --smp 2")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"percore/afxdp"
 	"percore/lab"
 	"percore/shard"
 )
@@ -28,15 +26,8 @@ import (
 // requireNative skips unless the test can build labs and open AF_XDP sockets.
 func requireNative(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces, veth, XDP and AF_XDP")
-	}
-	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if errors.Is(err, unix.EAFNOSUPPORT) {
-		t.Skip("kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
-	}
-	if err == nil {
-		unix.Close(fd)
+	if err := afxdp.Supported(); err != nil {
+		t.Skip(err)
 	}
 }
 
