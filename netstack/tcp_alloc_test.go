@@ -36,15 +36,7 @@ func (a *rrApp) Feed(p []byte, now time.Time) int {
 }
 func (a *rrApp) Output() [][]byte { return a.out }
 func (a *rrApp) Advance(n int) {
-	for n > 0 {
-		if n >= len(a.out[0]) {
-			n -= len(a.out[0])
-			a.out = a.out[1:]
-			continue
-		}
-		a.out[0] = a.out[0][n:]
-		n = 0
-	}
+	a.out = consume(a.out, n)
 	if len(a.out) == 0 {
 		a.out = a.base[:0]
 	}

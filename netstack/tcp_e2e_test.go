@@ -36,15 +36,7 @@ func (s *sizeServer) Feed(p []byte, now time.Time) int {
 }
 func (s *sizeServer) Output() [][]byte { return s.out }
 func (s *sizeServer) Advance(n int) {
-	for n > 0 {
-		if n >= len(s.out[0]) {
-			n -= len(s.out[0])
-			s.out = s.out[1:]
-			continue
-		}
-		s.out[0] = s.out[0][n:]
-		n = 0
-	}
+	s.out = consume(s.out, n)
 }
 func (s *sizeServer) Closing() bool            { return s.closing && len(s.out) == 0 }
 func (s *sizeServer) PeerClosed(now time.Time) { s.closing = true }
@@ -101,15 +93,7 @@ func (c *sizeClient) Feed(p []byte, now time.Time) int {
 }
 func (c *sizeClient) Output() [][]byte { return c.out }
 func (c *sizeClient) Advance(n int) {
-	for n > 0 {
-		if n >= len(c.out[0]) {
-			n -= len(c.out[0])
-			c.out = c.out[1:]
-			continue
-		}
-		c.out[0] = c.out[0][n:]
-		n = 0
-	}
+	c.out = consume(c.out, n)
 }
 func (c *sizeClient) Closing() bool            { return c.done }
 func (c *sizeClient) PeerClosed(now time.Time) { c.peerFin = true }

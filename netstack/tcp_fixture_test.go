@@ -90,15 +90,7 @@ func (a *testApp) Output() [][]byte { return a.out }
 
 func (a *testApp) Advance(n int) {
 	a.advanced += n
-	for n > 0 {
-		if n >= len(a.out[0]) {
-			n -= len(a.out[0])
-			a.out = a.out[1:]
-			continue
-		}
-		a.out[0] = a.out[0][n:]
-		n = 0
-	}
+	a.out = consume(a.out, n)
 }
 
 func (a *testApp) Closing() bool            { return a.closing }
@@ -351,3 +343,18 @@ func (x *tcpTest) inState(s tcpState) (*tcpConn, *testApp) {
 }
 
 func (x *tcpTest) stats() TCPStats { return x.l.Stats() }
+
+// consume drops the first n bytes of an app's output slices, as a test app's
+// Advance does.
+func consume(out [][]byte, n int) [][]byte {
+	for n > 0 {
+		if n >= len(out[0]) {
+			n -= len(out[0])
+			out = out[1:]
+			continue
+		}
+		out[0] = out[0][n:]
+		n = 0
+	}
+	return out
+}

@@ -65,15 +65,7 @@ func (c *httpClient) Feed(p []byte, now time.Time) int {
 }
 func (c *httpClient) Output() [][]byte { return c.out }
 func (c *httpClient) Advance(n int) {
-	for n > 0 {
-		if n >= len(c.out[0]) {
-			n -= len(c.out[0])
-			c.out = c.out[1:]
-			continue
-		}
-		c.out[0] = c.out[0][n:]
-		n = 0
-	}
+	c.out = consume(c.out, n)
 }
 func (c *httpClient) Closing() bool            { return c.fin }
 func (c *httpClient) PeerClosed(now time.Time) { c.fin = true }

@@ -27,15 +27,7 @@ func (c *rrClient) Feed(p []byte, now time.Time) int {
 }
 func (c *rrClient) Output() [][]byte { return c.out }
 func (c *rrClient) Advance(n int) {
-	for n > 0 {
-		if n >= len(c.out[0]) {
-			n -= len(c.out[0])
-			c.out = c.out[1:]
-			continue
-		}
-		c.out[0] = c.out[0][n:]
-		n = 0
-	}
+	c.out = consume(c.out, n)
 	if len(c.out) == 0 {
 		c.out = c.base[:0]
 	}
