@@ -27,16 +27,7 @@ func (n *Native) Report(r *shard.Report) {
 	if l := n.stack.tcp; l != nil {
 		r.Add("tcp.rcv_bufs_used", uint64(l.rbufsMade-len(l.rbufs)))
 	}
-	h := n.srv.Stats()
-	r.Add("http.requests", h.Requests)
-	for i, v := range h.Responses {
-		if i > 0 {
-			r.Add("http.responses_"+string(rune('0'+i))+"xx", v)
-		}
-	}
-	r.Add("http.bad_input", h.BadInput)
-	r.Add("http.timeouts", h.Timeouts)
-	r.Add("http.log_dropped", h.LogDropped)
+	addHTTP(r, n.srv.Stats())
 	xs := afxdpStats{n.lastXsk}
 	if !n.closed {
 		xs.Stats, _ = n.sock.Stats()

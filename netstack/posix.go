@@ -242,7 +242,12 @@ func (p *Posix) Report(r *shard.Report) {
 	r.Add("posix.backpressure", s.Backpressure)
 	r.Add("posix.bytes_in", s.BytesIn)
 	r.Add("posix.bytes_out", s.BytesOut)
-	h := p.srv.Stats()
+	addHTTP(r, p.srv.Stats())
+}
+
+// addHTTP adds a shard's HTTP counters to its report, the same names on
+// either stack.
+func addHTTP(r *shard.Report, h httpd.Stats) {
 	r.Add("http.requests", h.Requests)
 	for i, n := range h.Responses {
 		if i > 0 {
