@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,36 +109,13 @@ func runNative(cfg Config) (*Result, error) {
 	procs := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(procs + cfg.SMP)
 	defer runtime.GOMAXPROCS(procs)
-	var ready, done sync.WaitGroup
-	startCh := make(chan struct{})
-	var start, end int64
-	errs := make([]error, len(shards))
-	for i, d := range shards {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread() // never unlocked: the thread (pinned, maybe in another netns) exits with the goroutine
-			errs[i] = d.setup(ns, ifi, mtu, prog, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(i))
-			ready.Done()
-			<-startCh
-			if errs[i] == nil && !stop.Load() {
-				d.run(start, end)
-			}
-			d.close()
-		}()
-	}
-	ready.Wait()
-	if err := errors.Join(errs...); err != nil {
-		stop.Store(true)
-		close(startCh)
-		done.Wait()
+	start, done, err := launch(len(shards), cfg.Duration, &stop, func(i int) error {
+		return shards[i].setup(ns, ifi, mtu, prog, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(i))
+	}, func(i int, start, end int64) { shards[i].run(start, end) }, func(i int) { shards[i].close() })
+	if err != nil {
 		return nil, err
 	}
-	start = mono()
-	end = start + int64(cfg.Duration)
-	close(startCh)
-	progressLoop(&cfg, accts, start, &stop, &done)
+	progressLoop(&cfg, accts, start, &stop, done)
 	if cfg.Progress != nil {
 		for _, d := range shards {
 			d.summary(cfg.Progress)

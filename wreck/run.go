@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -64,43 +65,21 @@ func Run(cfg Config) (*Result, error) {
 	defer runtime.GOMAXPROCS(procs)
 
 	// Pin each shard's thread, then start them together.
-	var ready, done sync.WaitGroup
-	startCh := make(chan struct{})
-	var start, end int64
-	pinErrs := make([]error, len(shards))
-	for i, s := range shards {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread() // never unlocked: the pinned thread exits with the goroutine
-			var set unix.CPUSet
-			set.Set(cpus[i%len(cpus)])
-			pinErrs[i] = unix.SchedSetaffinity(0, &set)
-			// Naps (shard.wait) as long as asked: the default timer slack
-			// would stretch each by up to 50us.
-			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-			ready.Done()
-			<-startCh
-			if !stop.Load() {
-				s.run(start, end)
-			}
-		}()
-	}
-	ready.Wait()
-	for i, err := range pinErrs {
-		if err != nil {
-			stop.Store(true)
-			close(startCh)
-			done.Wait()
-			return nil, fmt.Errorf("pin shard %d to CPU %d: %w", i, cpus[i%len(cpus)], err)
+	start, done, err := launch(len(shards), cfg.Duration, &stop, func(i int) error {
+		var set unix.CPUSet
+		set.Set(cpus[i%len(cpus)])
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("pin shard %d to CPU %d: %w", i, cpus[i%len(cpus)], err)
 		}
+		// Naps (shard.wait) as long as asked: the default timer slack
+		// would stretch each by up to 50us.
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		return nil
+	}, func(i int, start, end int64) { shards[i].run(start, end) }, nil)
+	if err != nil {
+		return nil, err
 	}
-	start = mono()
-	end = start + int64(cfg.Duration)
-	close(startCh)
-
-	progressLoop(&cfg, shards, start, &stop, &done)
+	progressLoop(&cfg, shards, start, &stop, done)
 	return result(&cfg, shards, cpus, start), nil
 }
 
@@ -136,4 +115,47 @@ func progressLoop(cfg *Config, accts []*shard, start int64, stop *atomic.Bool, d
 			last, lastAt = resp, now
 		}
 	}
+}
+
+// launch starts n shard goroutines, each on an OS thread locked for good (it
+// may be pinned or in another namespace, so it exits with the goroutine).
+// Each calls setup(i) there; once all have returned, the shards start
+// together with run(i, start, end) for duration d, unless a setup failed:
+// then none runs, stop is set and launch returns the errors joined after the
+// shards have exited. cleanup(i), if not nil, runs last on each shard's
+// thread. done ends with the shards.
+func launch(n int, d time.Duration, stop *atomic.Bool, setup func(i int) error, run func(i int, start, end int64), cleanup func(i int)) (start int64, done *sync.WaitGroup, err error) {
+	var ready sync.WaitGroup
+	done = new(sync.WaitGroup)
+	startCh := make(chan struct{})
+	var end int64
+	errs := make([]error, n)
+	for i := range n {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			errs[i] = setup(i)
+			ready.Done()
+			<-startCh
+			if errs[i] == nil && !stop.Load() {
+				run(i, start, end)
+			}
+			if cleanup != nil {
+				cleanup(i)
+			}
+		}()
+	}
+	ready.Wait()
+	if err := errors.Join(errs...); err != nil {
+		stop.Store(true)
+		close(startCh)
+		done.Wait()
+		return 0, nil, err
+	}
+	start = mono()
+	end = start + int64(d)
+	close(startCh)
+	return start, done, nil
 }
