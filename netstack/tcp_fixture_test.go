@@ -116,7 +116,7 @@ type testEndpoint struct {
 	remote   netip.AddrPort
 }
 
-func (e *testEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
+func (e *testEndpoint) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp {
 	if e.refuse {
 		return nil
 	}

@@ -44,8 +44,9 @@ type TCPAppTimer interface {
 // connections a client opens). It is set up once, not called per segment.
 type TCPEndpoint interface {
 	// Accept returns the app for a connection that just completed its
-	// handshake, or nil to refuse it (the peer gets a RST).
-	Accept(remote netip.AddrPort, now time.Time) TCPApp
+	// handshake, or nil to refuse it (the peer gets a RST). h is the
+	// connection's handle, for WakeTCP and AbortTCP outside a segment.
+	Accept(remote netip.AddrPort, h TCPHandle, now time.Time) TCPApp
 	// Release is called once when the connection is gone (closed, reset or
 	// timed out, or in TIME_WAIT); app is not used by TCP afterwards.
 	Release(app TCPApp, now time.Time)
@@ -197,6 +198,7 @@ type TCPStats struct {
 	TimeWaitRecycled uint64 // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
 	Conns, SynRcvd, TimeWaits int // gauges
+	RcvBufsUsed               int // gauge: reassembly buffers lent to connections
 }
 
 // tcpListener is one listening port.
@@ -296,6 +298,16 @@ func (l *tcpLayer) listen(port uint16, ep TCPEndpoint) error {
 	}
 	l.listeners = append(l.listeners, tcpListener{port: port, ep: ep})
 	return nil
+}
+
+// unlisten stops accepting connections on port.
+func (l *tcpLayer) unlisten(port uint16) {
+	for i := range l.listeners {
+		if l.listeners[i].port == port {
+			l.listeners = append(l.listeners[:i], l.listeners[i+1:]...)
+			return
+		}
+	}
 }
 
 func (l *tcpLayer) listener(port uint16) *tcpListener {

@@ -115,7 +115,7 @@ func (l *tcpLayer) establish(c *tcpConn) bool {
 	if c.passive {
 		l.stats.PassiveOpens++
 		remote := netip.AddrPortFrom(IPv4AddrFromUint32(c.key.raddr).AsNetip(), c.key.rport)
-		c.app = c.ep.Accept(remote, l.nowT)
+		c.app = c.ep.Accept(remote, TCPHandle{id: c.id, gen: c.gen}, l.nowT)
 		c.appTimer, _ = c.app.(TCPAppTimer)
 		if c.app == nil {
 			l.stats.AcceptRefused++

@@ -12,10 +12,11 @@ import (
 	"percore/httpd"
 	"percore/lab"
 	"percore/netstack"
+	"percore/server"
 	pshard "percore/shard"
 )
 
-// End to end on two native ends: percore's native httpd (netstack.Native on
+// End to end on two native ends: percore's native httpd (server.Native on
 // shards, one AF_XDP queue each) on the server end of a 2-queue lab, native
 // wreck with --smp 2 in the client namespace.
 
@@ -31,7 +32,7 @@ func requireNative(t *testing.T) {
 type nativeServer struct {
 	g       *pshard.Group
 	prog    *afxdp.Program
-	natives []*netstack.Native
+	natives []*server.Native
 	addr    netip.AddrPort
 }
 
@@ -41,7 +42,7 @@ func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &nativeServer{addr: netip.AddrPortFrom(pair.ServerIP, 80), natives: make([]*netstack.Native, len(cpus))}
+	s := &nativeServer{addr: netip.AddrPortFrom(pair.ServerIP, 80), natives: make([]*server.Native, len(cpus))}
 	if s.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{IP: pair.ServerIP, Ports: []uint16{80}}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
 			sock.Close()
 			return err
 		}
-		n, err := netstack.NewNative(sh, sock, netstack.NativeConfig{
+		n, err := server.NewNative(sh, sock, server.NativeConfig{
 			Stack: netstack.Config{MAC: mac, Addr: a4, Netmask: netstack.IPv4Addr{255, 255, 255, 0}},
 			TCP:   netstack.TCPConfig{Seed: uint64(sh.ID) + 7},
 			Ports: []uint16{80},

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"percore/cmd/httpd/internal/server"
+	"percore/server"
 )
 
 func main() {

@@ -32,7 +32,7 @@ type bulkEP struct {
 	app  *bulkApp
 }
 
-func (e *bulkEP) Accept(netip.AddrPort, time.Time) TCPApp {
+func (e *bulkEP) Accept(netip.AddrPort, TCPHandle, time.Time) TCPApp {
 	e.app = &bulkApp{out: [][]byte{make([]byte, e.size)}}
 	return e.app
 }

@@ -1,4 +1,4 @@
-package netstack
+package server
 
 import (
 	"fmt"
@@ -11,29 +11,30 @@ import (
 
 	"percore/afxdp"
 	"percore/httpd"
+	"percore/netstack"
 	"percore/shard"
 )
 
-// The native shard glue: one shard's AF_XDP socket, AFXDPLink, userspace
-// Stack with TCP listeners, and httpd.Server, plugged into the shard's loop as
+// The native shard glue: one shard's AF_XDP socket, netstack.AFXDPLink, userspace
+// netstack.Stack with TCP listeners, and httpd.Server, plugged into the shard's loop as
 // a Poller (the rings), a Source (the socket fd wakes a sleeping shard), a
 // Stopper (graceful drain) and a Reporter (counters).
 //
-// Data path, per loop iteration: Poll -> Stack.Poll(now, link) -> rx batch ->
-// eth/arp/ipv4/tcp -> nativeConn (TCPApp) -> httpd.Conn.Feed -> responses
+// Data path, per loop iteration: Poll -> netstack.Stack.Poll(now, link) -> rx batch ->
+// eth/arp/ipv4/tcp -> nativeConn (netstack.TCPApp) -> httpd.Conn.Feed -> responses
 // queued as immutable slices -> TCP cuts segments into UMEM frames -> tx ring
 // -> kick. The stack's next deadline arms one wheel timer, so a sleeping
 // shard wakes for retransmissions, delayed ACKs and httpd's timeouts (TCP
-// runs those too: nativeConn is a TCPAppTimer).
+// runs those too: nativeConn is a netstack.TCPAppTimer).
 
 // NativeConfig configures one shard's native stack.
 type NativeConfig struct {
-	Stack Config      // MAC, address, netmask, gateway; limits
-	MTU   int         // IP MTU of the link; default 1500
-	TCP   TCPConfig   // connection limits and timers (Addr comes from Stack)
-	Ports []uint16    // listen ports
-	Site  *httpd.Site // shared, read-only
-	Log   io.Writer   // access log (nil: none)
+	Stack netstack.Config    // MAC, address, netmask, gateway; limits
+	MTU   int                // IP MTU of the link; default 1500
+	TCP   netstack.TCPConfig // connection limits and timers (Addr comes from Stack)
+	Ports []uint16           // listen ports
+	Site  *httpd.Site        // shared, read-only
+	Log   io.Writer          // access log (nil: none)
 	// Drain, shared by the shards of one interface, makes them finish a
 	// graceful stop together (see DrainGroup); nil: each shard alone.
 	Drain *DrainGroup
@@ -73,8 +74,8 @@ type Native struct {
 	sh    *shard.Shard
 	wheel *shard.Wheel
 	sock  *afxdp.Socket
-	link  *AFXDPLink
-	stack *Stack
+	link  *netstack.AFXDPLink
+	stack *netstack.Stack
 	srv   *httpd.Server
 	ports []uint16
 	eps   []nativeEndpoint
@@ -95,29 +96,29 @@ type Native struct {
 	lastXsk afxdp.Stats // the socket's numbers as it closed, for the final report
 }
 
-// nativeEndpoint is the TCPEndpoint of one listen port.
+// nativeEndpoint is the netstack.TCPEndpoint of one listen port.
 type nativeEndpoint struct {
 	n    *Native
 	port uint16
 }
 
-func (e *nativeEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
-	return e.n.accept(remote, e.port, now)
+func (e *nativeEndpoint) Accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Time) netstack.TCPApp {
+	return e.n.accept(remote, h, now)
 }
 
-func (e *nativeEndpoint) Release(app TCPApp, now time.Time) {
+func (e *nativeEndpoint) Release(app netstack.TCPApp, now time.Time) {
 	e.n.release(app.(*nativeConn), now)
 }
 
-// nativeConn is the TCPApp (and TCPAppTimer: httpd's header and idle
+// nativeConn is the netstack.TCPApp (and netstack.TCPAppTimer: httpd's header and idle
 // timeouts run on TCP's timers) of one connection: the httpd.Conn plus the
 // handle the glue needs to act on the connection outside a segment (drain,
 // stop). Pooled by Native.
 type nativeConn struct {
 	n   *Native
 	idx int
-	hc  *httpd.Conn // nil when free
-	h   TCPHandle   // the connection, while hc is set
+	hc  *httpd.Conn        // nil when free
+	h   netstack.TCPHandle // the connection, while hc is set
 }
 
 func (c *nativeConn) Feed(p []byte, now time.Time) int { return c.hc.Feed(p, now) }
@@ -128,7 +129,7 @@ func (c *nativeConn) Deadline() time.Time              { return c.hc.Deadline() 
 
 // Expire is httpd's verdict on its deadline. When it expired, httpd has
 // dropped its output and reports Closing: TCP sends FIN if nothing is in
-// flight and aborts with RST otherwise (TCPAppTimer).
+// flight and aborts with RST otherwise (netstack.TCPAppTimer).
 func (c *nativeConn) Expire(now time.Time) bool {
 	if !c.hc.Expire(now) {
 		return false
@@ -160,11 +161,11 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 	if mtu == 0 {
 		mtu = 1500
 	}
-	link, err := NewAFXDPLink(sock, mtu, max(cfg.Stack.Batch, 64))
+	link, err := netstack.NewAFXDPLink(sock, mtu, max(cfg.Stack.Batch, 64))
 	if err != nil {
 		return nil, err
 	}
-	st, err := NewStack(cfg.Stack)
+	st, err := netstack.NewStack(cfg.Stack)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +216,8 @@ func (n *Native) onTick(now time.Time) {
 	n.wheel.Start(&n.tick, now.Truncate(time.Second).Add(time.Second))
 }
 
-// Stack returns the shard's userspace stack (for its counters).
-func (n *Native) Stack() *Stack { return n.stack }
+// netstack.Stack returns the shard's userspace stack (for its counters).
+func (n *Native) Stack() *netstack.Stack { return n.stack }
 
 // Socket returns the shard's AF_XDP socket.
 func (n *Native) Socket() *afxdp.Socket { return n.sock }
@@ -243,10 +244,10 @@ func (n *Native) Poll(now time.Time) bool {
 		return false
 	}
 	n.now = now
-	st := &n.stack.stats
-	rx, tx := st.RxFrames, st.TxFrames
+	rx, tx := n.stack.Frames()
 	next := n.stack.Poll(now, n.link)
-	busy := st.RxFrames != rx || st.TxFrames != tx || n.sock.TxOutstanding() > 0
+	rx2, tx2 := n.stack.Frames()
+	busy := rx2 != rx || tx2 != tx || n.sock.TxOutstanding() > 0
 	switch {
 	case next.IsZero():
 		n.wheel.Stop(&n.next)
@@ -260,14 +261,10 @@ func (n *Native) Poll(now time.Time) bool {
 
 // accept gives a connection that completed its handshake an httpd.Conn, or
 // refuses it (nil: TCP answers RST) while draining.
-func (n *Native) accept(remote netip.AddrPort, port uint16, now time.Time) TCPApp {
+func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Time) netstack.TCPApp {
 	if n.drain || n.closed {
 		n.stats.Refused++
 		return nil
-	}
-	h := n.stack.tcpHandleOf(remote, port)
-	if h.gen == 0 {
-		return nil // cannot happen: TCP accepts from a TCB in the table
 	}
 	var c *nativeConn
 	if k := len(n.pool); k > 0 {
@@ -290,7 +287,7 @@ func (n *Native) release(c *nativeConn, now time.Time) {
 		return
 	}
 	n.srv.Release(c.hc)
-	c.hc, c.h = nil, TCPHandle{}
+	c.hc, c.h = nil, netstack.TCPHandle{}
 	n.open--
 	n.stats.Released++
 	n.pool = append(n.pool, c)
@@ -301,7 +298,9 @@ func (n *Native) release(c *nativeConn, now time.Time) {
 // has queued and then close with FIN.
 func (n *Native) Drain(now time.Time) {
 	n.drain = true
-	n.stack.stopListening()
+	for _, p := range n.ports {
+		n.stack.UnlistenTCP(p)
+	}
 	for _, c := range n.live {
 		if c.hc != nil {
 			// Closing is now true once its responses are sent: the
@@ -358,29 +357,4 @@ func (n *Native) Close() {
 	n.lastXsk, _ = n.sock.Stats()
 	n.sock.Close()
 	n.closed = true
-}
-
-// The places the glue reaches into TCP, for want of a seam: a passive
-// connection's handle (TCPEndpoint.Accept is not given one) and closing the
-// listeners (there is no UnlistenTCP). Everything else goes through WakeTCP, AbortTCP
-// and TCPAppTimer.
-
-// tcpHandleOf returns the handle of the connection from remote to our port,
-// the zero handle if there is none.
-func (s *Stack) tcpHandleOf(remote netip.AddrPort, port uint16) TCPHandle {
-	l := s.tcp
-	k := tcpKey{raddr: ip4(remote.Addr().As4()), laddr: ip4(s.cfg.Addr), rport: remote.Port(), lport: port}
-	i := l.table.lookup(k)
-	if i < 0 {
-		return TCPHandle{}
-	}
-	c := l.conns[i]
-	return TCPHandle{id: c.id, gen: c.gen}
-}
-
-// stopListening closes every listener: new SYNs get RST.
-func (s *Stack) stopListening() {
-	l := s.tcp
-	clear(l.listeners)
-	l.listeners = l.listeners[:0]
 }

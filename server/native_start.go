@@ -47,7 +47,7 @@ func (r *nativeRun) close() error {
 
 // startNative starts shards on the native stack: lab (--lab), queue check,
 // XDP program, then per shard (on its pinned thread) the AF_XDP socket of its
-// queue and the netstack.Native around it.
+// queue and the Native around it.
 func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Writer) (err error) {
 	no := &o.Native
 	run := &nativeRun{}
@@ -120,8 +120,8 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
-	natives := make([]*netstack.Native, len(cpus))
-	drain := netstack.NewDrainGroup(len(cpus))
+	natives := make([]*Native, len(cpus))
+	drain := NewDrainGroup(len(cpus))
 	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		sock, err := afxdp.Open(afxdp.Config{Interface: iface, Queue: sh.ID, FrameCount: no.Frames, Logf: once(sh.ID, logf)})
 		if err != nil {
@@ -135,7 +135,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		if no.TCP != nil {
 			no.TCP(&tcfg)
 		}
-		n, err := netstack.NewNative(sh, sock, netstack.NativeConfig{
+		n, err := NewNative(sh, sock, NativeConfig{
 			Stack: netstack.Config{MAC: mac, Addr: a4, Netmask: m4, Gateway: g4},
 			MTU:   mtu,
 			TCP:   tcfg,

@@ -1,4 +1,4 @@
-package netstack
+package server
 
 import (
 	"time"

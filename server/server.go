@@ -13,7 +13,6 @@ import (
 	"percore/httpd"
 	"percore/lab"
 	"percore/metrics"
-	"percore/netstack"
 	"percore/shard"
 )
 
@@ -65,7 +64,7 @@ func Start(o Options) (*Server, error) {
 		}
 		return s.started(o)
 	}
-	fds, addr, err := netstack.ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), len(cpus))
+	fds, addr, err := ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), len(cpus))
 	if err != nil {
 		s.closeLog()
 		return nil, err
@@ -79,7 +78,7 @@ func Start(o Options) (*Server, error) {
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
 	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
 		taken[sh.ID] = true
-		_, err := netstack.NewPosix(sh, fds[sh.ID], netstack.PosixConfig{Site: site, Log: logw}, time.Now())
+		_, err := NewPosix(sh, fds[sh.ID], PosixConfig{Site: site, Log: logw}, time.Now())
 		return err
 	})
 	if err != nil {

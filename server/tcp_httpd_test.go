@@ -1,4 +1,4 @@
-package netstack
+package server
 
 import (
 	"bytes"
@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"percore/httpd"
+	"percore/netstack"
 )
 
-// httpd.Conn is a TCPApp with its own timeouts.
+// httpd.Conn is a netstack.TCPApp with its own timeouts.
 var (
-	_ TCPApp      = (*httpd.Conn)(nil)
-	_ TCPAppTimer = (*httpd.Conn)(nil)
+	_ netstack.TCPApp      = (*httpd.Conn)(nil)
+	_ netstack.TCPAppTimer = (*httpd.Conn)(nil)
 )
 
 // httpdEndpoint is the shard glue between a TCP listener and one shard's
@@ -24,10 +25,10 @@ var (
 // connection, back to the pool when TCP is done with it.
 type httpdEndpoint struct{ srv *httpd.Server }
 
-func (e httpdEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
+func (e httpdEndpoint) Accept(remote netip.AddrPort, _ netstack.TCPHandle, now time.Time) netstack.TCPApp {
 	return e.srv.NewConn(remote, now)
 }
-func (e httpdEndpoint) Release(app TCPApp, now time.Time) { e.srv.Release(app.(*httpd.Conn)) }
+func (e httpdEndpoint) Release(app netstack.TCPApp, now time.Time) { e.srv.Release(app.(*httpd.Conn)) }
 
 // httpClient sends requests and splits the responses by Content-Length.
 type httpClient struct {
@@ -65,7 +66,14 @@ func (c *httpClient) Feed(p []byte, now time.Time) int {
 }
 func (c *httpClient) Output() [][]byte { return c.out }
 func (c *httpClient) Advance(n int) {
-	c.out = consume(c.out, n)
+	for n > 0 && len(c.out) > 0 {
+		k := min(n, len(c.out[0]))
+		c.out[0] = c.out[0][k:]
+		n -= k
+		if len(c.out[0]) == 0 {
+			c.out = c.out[1:]
+		}
+	}
 }
 func (c *httpClient) Closing() bool            { return c.fin }
 func (c *httpClient) PeerClosed(now time.Time) { c.fin = true }
@@ -87,11 +95,11 @@ func TestTCPHTTPD(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := uint64(1); seed <= 2; seed++ {
-		faults := Faults{}
+		faults := netstack.Faults{}
 		if seed == 2 {
-			faults = Faults{Loss: 0.05, Reorder: 0.1, Dup: 0.01, Corrupt: 0.001}
+			faults = netstack.Faults{Loss: 0.05, Reorder: 0.1, Dup: 0.01, Corrupt: 0.001}
 		}
-		n := newE2E(t, faults, seed, TCPConfig{MaxConns: 16, RcvBuf: 256 << 10})
+		n := newE2E(t, faults, seed, netstack.TCPConfig{MaxConns: 16, RcvBuf: 256 << 10})
 		srv := httpd.NewServer(site, nil)
 		srv.Tick(n.now)
 		if err := n.a.ListenTCP(80, httpdEndpoint{srv}); err != nil {
@@ -102,7 +110,7 @@ func TestTCPHTTPD(t *testing.T) {
 			[]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n"),
 			[]byte("GET /nope HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
 		}
-		if _, err := n.b.ConnectTCP(n.now, ipA, 80, cl, &releaseCounter{}); err != nil {
+		if _, err := n.b.ConnectTCP(n.now, ipA, 80, cl, nopEP{}); err != nil {
 			t.Fatal(err)
 		}
 		n.run(func() bool { return cl.fin && len(cl.status) == 4 }, 200000)
@@ -118,4 +126,78 @@ func TestTCPHTTPD(t *testing.T) {
 		}
 		t.Logf("seed %d: server tcp retrans %d, client ooo %d", seed, n.a.TCPStats().Retransmits, n.b.TCPStats().OOOSegs)
 	}
+}
+
+// nopEP is the client's endpoint: nothing to make or release.
+type nopEP struct{}
+
+func (nopEP) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp { return nil }
+func (nopEP) Release(netstack.TCPApp, time.Time)                                   {}
+
+var (
+	macA = netstack.MAC{2, 0, 0, 0, 0, 1}
+	macB = netstack.MAC{2, 0, 0, 0, 0, 2}
+	ipA  = netstack.IPv4Addr{198, 18, 0, 1}
+	ipB  = netstack.IPv4Addr{198, 18, 0, 2}
+)
+
+// e2eNet is two userspace stacks joined by ChanLinks with faults, on a fake
+// clock.
+type e2eNet struct {
+	t      *testing.T
+	now    time.Time
+	a, b   *netstack.Stack
+	la, lb *netstack.ChanLink
+	fa, fb *netstack.FaultLink
+}
+
+func newE2E(t *testing.T, faults netstack.Faults, seed uint64, tcfg netstack.TCPConfig) *e2eNet {
+	n := &e2eNet{t: t, now: time.Unix(1_000_000, 0)}
+	mask := netstack.IPv4Addr{255, 255, 255, 0}
+	var err error
+	if n.a, err = netstack.NewStack(netstack.Config{MAC: macA, Addr: ipA, Netmask: mask}); err != nil {
+		t.Fatal(err)
+	}
+	if n.b, err = netstack.NewStack(netstack.Config{MAC: macB, Addr: ipB, Netmask: mask}); err != nil {
+		t.Fatal(err)
+	}
+	tcfg.Seed = seed
+	n.a.EnableTCP(tcfg)
+	tcfg.Seed = seed + 1
+	n.b.EnableTCP(tcfg)
+	n.la, n.lb = netstack.NewChanLink(1500, 1024), netstack.NewChanLink(1500, 1024)
+	n.fa = netstack.NewFaultLink(n.la, netstack.Faults{}, faults, seed)
+	n.fb = netstack.NewFaultLink(n.lb, netstack.Faults{}, faults, seed+7)
+	return n
+}
+
+// run polls both stacks until done() or the step bound; the clock moves
+// 1 ms per busy step and jumps to the next deadline when the net is idle.
+func (n *e2eNet) run(done func() bool, steps int) {
+	n.t.Helper()
+	for i := 0; i < steps; i++ {
+		da := n.a.Poll(n.now, n.fa)
+		db := n.b.Poll(n.now, n.fb)
+		moved := n.la.ForwardTo(n.lb) + n.lb.ForwardTo(n.la)
+		if done() {
+			return
+		}
+		_, ha := n.fa.Held()
+		_, hb := n.fb.Held()
+		next := da
+		if next.IsZero() || (!db.IsZero() && db.Before(next)) {
+			next = db
+		}
+		switch {
+		case moved > 0 || ha+hb > 0:
+			n.now = n.now.Add(time.Millisecond)
+		case next.IsZero():
+			n.t.Fatalf("idle with no timer and not done after %d steps", i)
+		case next.After(n.now):
+			n.now = next
+		default:
+			n.now = n.now.Add(time.Millisecond)
+		}
+	}
+	n.t.Fatalf("not done after %d steps", steps)
 }

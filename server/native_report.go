@@ -1,4 +1,4 @@
-package netstack
+package server
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"percore/afxdp"
+	"percore/netstack"
 	"percore/shard"
 )
 
@@ -23,10 +24,6 @@ func (n *Native) Report(r *shard.Report) {
 	r.Add("ip.held_tx", uint64(n.stack.HeldTx()))
 	ts := n.stack.TCPStats()
 	addFields(r, "tcp.", ts)
-	// A gauge TCPStats lacks: read from the layer (report time only).
-	if l := n.stack.tcp; l != nil {
-		r.Add("tcp.rcv_bufs_used", uint64(l.rbufsMade-len(l.rbufs)))
-	}
 	addHTTP(r, n.srv.Stats())
 	xs := afxdpStats{n.lastXsk}
 	if !n.closed {
@@ -40,7 +37,7 @@ type afxdpStats struct{ Stats afxdp.Stats }
 
 // nativeDrops is the total of frames and segments dropped for any reason:
 // the counters dropCounters marks true, walked by name at report time.
-func nativeDrops(st *Stats, ts *TCPStats, xs *afxdpStats) uint64 {
+func nativeDrops(st *netstack.Stats, ts *netstack.TCPStats, xs *afxdpStats) uint64 {
 	return sumDrops(*st) + sumDrops(*ts) + sumDrops(xs.Stats)
 }
 
@@ -79,7 +76,7 @@ var dropCounters = map[string]bool{
 	"RecoveryProbes": false, "SACKSkipped": false, "PersistProbes": false, "KeepProbes": false,
 	"KeepAborts": false, "FinWait2Timeout": false, "DelayedAcks": false, "AppTimeouts": false,
 	"TimeWaitDone": false, "TimeWaitRecycled": false, "Conns": false, "SynRcvd": false,
-	"TimeWaits": false,
+	"TimeWaits": false, "RcvBufsUsed": false,
 
 	// afxdp.Stats: frames the kernel or the socket dropped.
 	"RxDropped": true, "RxRingFull": true, "RxInvalidDescs": true, "TxInvalidDescs": true,
