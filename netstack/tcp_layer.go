@@ -142,63 +142,64 @@ func (c *TCPConfig) setDefaults() {
 }
 
 // TCPStats are one shard's TCP counters. Every dropped segment is counted in
-// exactly one of the *Drop counters or answered by a counted RST or ACK.
+// exactly one of the *Drop counters or answered by a counted RST or ACK. Each
+// field's stat tag says what it counts (count, drop, error or gauge) for reports.
 type TCPStats struct {
-	InSegs, OutSegs uint64
-	Retransmits     uint64 // data, SYN, SYN-ACK or FIN segments sent again
+	InSegs, OutSegs uint64 `stat:"count"`
+	Retransmits     uint64 `stat:"count"` // data, SYN, SYN-ACK or FIN segments sent again
 
-	HeaderDrop   uint64 // truncated header or bad data offset
-	ChecksumDrop uint64
-	OptionDrop   uint64 // malformed options
-	NoPortRST    uint64 // segment to a port nobody listens on, answered by RST
-	NoConnDrop   uint64 // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
-	TableFull    uint64 // SYN dropped: MaxConns reached
-	TxNoBuf      uint64 // segment not sent: no tx frame
+	HeaderDrop   uint64 `stat:"drop"` // truncated header or bad data offset
+	ChecksumDrop uint64 `stat:"drop"`
+	OptionDrop   uint64 `stat:"drop"`  // malformed options
+	NoPortRST    uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
+	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
+	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
+	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
 
-	PassiveOpens, ActiveOpens uint64
-	AcceptRefused             uint64 // Accept returned nil: RST
-	SynCookiesSent            uint64
-	SynCookiesOK              uint64
-	SynCookiesBad             uint64 // ACK to a listener with no valid cookie: RST
-	SynRcvdTimeout            uint64 // SYN-ACK retries exhausted
-	SynSentTimeout            uint64 // SYN retries exhausted
+	PassiveOpens, ActiveOpens uint64 `stat:"count"`
+	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
+	SynCookiesSent            uint64 `stat:"count"`
+	SynCookiesOK              uint64 `stat:"count"`
+	SynCookiesBad             uint64 `stat:"count"` // ACK to a listener with no valid cookie: RST
+	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
+	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 
-	OutOfWindow    uint64 // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
-	ChallengeACKs  uint64 // RFC 5961 challenge ACKs sent
-	ChallengeLimit uint64 // challenge ACKs suppressed by the rate limit
-	OOWAckLimit    uint64 // ACKs for unacceptable segments without data suppressed (500 ms per connection)
-	AckTooNew      uint64 // ACK for data not sent: ACK back, drop
-	AckTooOld      uint64 // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
-	ResetsIn       uint64 // acceptable RSTs that closed a connection
-	ResetsOut      uint64
-	PAWSDrop       uint64 // RFC 7323 PAWS rejected
-	DisorderedAcks uint64 // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
-	NoAckDrop      uint64 // segment without ACK in a synchronized state
+	OutOfWindow    uint64 `stat:"count"` // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
+	ChallengeACKs  uint64 `stat:"count"` // RFC 5961 challenge ACKs sent
+	ChallengeLimit uint64 `stat:"drop"`  // challenge ACKs suppressed by the rate limit
+	OOWAckLimit    uint64 `stat:"drop"`  // ACKs for unacceptable segments without data suppressed (500 ms per connection)
+	AckTooNew      uint64 `stat:"count"` // ACK for data not sent: ACK back, drop
+	AckTooOld      uint64 `stat:"count"` // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
+	ResetsIn       uint64 `stat:"count"` // acceptable RSTs that closed a connection
+	ResetsOut      uint64 `stat:"count"`
+	PAWSDrop       uint64 `stat:"drop"`  // RFC 7323 PAWS rejected
+	DisorderedAcks uint64 `stat:"count"` // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
+	NoAckDrop      uint64 `stat:"drop"`  // segment without ACK in a synchronized state
 
-	OOOSegs      uint64 // out-of-order segments queued
-	OOODrop      uint64 // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty  uint64 // bytes refused because the buffer pool was empty
-	DupSegs      uint64 // segments entirely duplicate
-	AfterFinDrop uint64 // text beyond the peer's FIN, ignored (RFC 9293 step seven)
+	OOOSegs      uint64 `stat:"count"` // out-of-order segments queued
+	OOODrop      uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
+	RcvBufEmpty  uint64 `stat:"count"` // bytes refused because the buffer pool was empty
+	DupSegs      uint64 `stat:"count"` // segments entirely duplicate
+	AfterFinDrop uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
-	RTOTimeouts      uint64
-	RTOAborts        uint64 // Retries exhausted: RST
-	FastRetransmits  uint64
-	LostRetransmits  uint64 // retransmissions found lost by SACK and sent again without an RTO
-	TailLossProbes   uint64 // RFC 8985 probes sent
-	RecoveryProbes   uint64 // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
-	SACKSkipped      uint64 // bytes not retransmitted because SACKed
-	PersistProbes    uint64
-	KeepProbes       uint64
-	KeepAborts       uint64
-	FinWait2Timeout  uint64
-	DelayedAcks      uint64 // ACKs sent by the delayed-ACK timer
-	AppTimeouts      uint64 // TCPAppTimer expiries: FIN when idle, else RST
-	TimeWaitDone     uint64
-	TimeWaitRecycled uint64 // TIME-WAIT connections closed early: table full, or the port reused by Connect
+	RTOTimeouts      uint64 `stat:"count"`
+	RTOAborts        uint64 `stat:"count"` // Retries exhausted: RST
+	FastRetransmits  uint64 `stat:"count"`
+	LostRetransmits  uint64 `stat:"count"` // retransmissions found lost by SACK and sent again without an RTO
+	TailLossProbes   uint64 `stat:"count"` // RFC 8985 probes sent
+	RecoveryProbes   uint64 `stat:"count"` // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
+	SACKSkipped      uint64 `stat:"count"` // bytes not retransmitted because SACKed
+	PersistProbes    uint64 `stat:"count"`
+	KeepProbes       uint64 `stat:"count"`
+	KeepAborts       uint64 `stat:"count"`
+	FinWait2Timeout  uint64 `stat:"count"`
+	DelayedAcks      uint64 `stat:"count"` // ACKs sent by the delayed-ACK timer
+	AppTimeouts      uint64 `stat:"count"` // TCPAppTimer expiries: FIN when idle, else RST
+	TimeWaitDone     uint64 `stat:"count"`
+	TimeWaitRecycled uint64 `stat:"count"` // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
-	Conns, SynRcvd, TimeWaits int // gauges
-	RcvBufsUsed               int // gauge: reassembly buffers lent to connections
+	Conns, SynRcvd, TimeWaits int `stat:"gauge"` // connections now: all, in SYN-RCVD, in TIME-WAIT
+	RcvBufsUsed               int `stat:"gauge"` // reassembly buffers lent to connections
 }
 
 // tcpListener is one listening port.
