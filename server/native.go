@@ -58,13 +58,13 @@ func NewDrainGroup(n int) *DrainGroup {
 // NativeStats are the glue's own counters; the stack's, TCP's, httpd's and the
 // socket's are reported beside them.
 type NativeStats struct {
-	Accepted uint64 // connections handed to httpd
-	Released uint64 // connections whose httpd side was released
-	Refused  uint64 // handshakes completed while draining: answered by RST
-	Timeouts uint64 // httpd's header or idle timeout passed (TCP then sends FIN, or RST with data in flight)
-	Forced   uint64 // connections aborted at the stop deadline
-	Kicks    uint64 // connections woken for a send opportunity outside a segment (the drain)
-	Wakeups  uint64 // epoll events on the socket fd (a sleeping shard woken by received frames)
+	Accepted uint64 `stat:"count"` // connections handed to httpd
+	Released uint64 `stat:"count"` // connections whose httpd side was released
+	Refused  uint64 `stat:"count"` // handshakes completed while draining: answered by RST
+	Timeouts uint64 `stat:"count"` // httpd's header or idle timeout passed (TCP then sends FIN, or RST with data in flight)
+	Forced   uint64 `stat:"count"` // connections aborted at the stop deadline
+	Kicks    uint64 `stat:"count"` // connections woken for a send opportunity outside a segment (the drain)
+	Wakeups  uint64 `stat:"count"` // epoll events on the socket fd (a sleeping shard woken by received frames)
 }
 
 // Native is one shard's native stack. It is owned by the shard: every method

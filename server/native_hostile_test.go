@@ -178,7 +178,7 @@ func TestNativeSYNFlood(t *testing.T) {
 	}
 	m := shard.Merge(nt.Stats())
 	t.Logf("%d requests during the flood; peak conns %d, syn_rcvd %d per shard; cookies sent %d, syn_rcvd timeouts %d, table full %d, drops %d",
-		reqs, peakConns, peakSynRcvd, m.Get("tcp.syn_cookies_sent"), m.Get("tcp.syn_rcvd_timeout"), m.Get("tcp.table_full"), m.Get("native.drops"))
+		reqs, peakConns, peakSynRcvd, m.Get("tcp.syn_cookies_sent"), m.Get("tcp.syn_rcvd_timeout"), m.Get("tcp.table_full"), m.Sum(shard.Drop))
 	// Cookies go out only while the backlog is full; the peaks are samples
 	// between requests, so they bound but need not catch the backlog full.
 	if m.Get("tcp.syn_cookies_sent") == 0 {

@@ -75,11 +75,11 @@ func TestStatsLine(t *testing.T) {
 		{Shard: 1, Counters: []shard.Counter{{Name: "http.requests", Value: 50}}},
 	}
 	cur := []shard.Report{
-		{Shard: 0, Counters: []shard.Counter{{Name: "http.requests", Value: 1100}, {Name: "native.open", Value: 4}, {Name: "native.drops", Value: 2}}},
-		{Shard: 1, Counters: []shard.Counter{{Name: "http.requests", Value: 550}, {Name: "posix.open", Value: 1}, {Name: "posix.read_errors", Value: 1}}},
+		{Shard: 0, Counters: []shard.Counter{{Name: "http.requests", Value: 1100}, {Name: "native.open", Value: 4}, {Name: "xsk.rx_ring_full", Kind: shard.Drop, Value: 2}}},
+		{Shard: 1, Counters: []shard.Counter{{Name: "http.requests", Value: 550}, {Name: "posix.open", Value: 1}, {Name: "posix.read_errors", Kind: shard.Error, Value: 1}, {Name: "posix.linger_drops", Kind: shard.Drop, Value: 1}}},
 	}
 	got := statsLine(prev, cur, 2*time.Second)
-	want := "httpd: stats: 750 req/s, 5 open, 3 drops | s0 500 req/s 4 open 2 drops | s1 250 req/s 1 open 1 drops"
+	want := "stats: 750 req/s, 5 open, 3 drops, 1 errors | s0 500 req/s 4 open 2 drops 0 errors | s1 250 req/s 1 open 1 drops 1 errors"
 	if got != want {
 		t.Fatalf("statsLine:\n got %q\nwant %q", got, want)
 	}

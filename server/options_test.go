@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"percore/shard"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -71,10 +73,19 @@ func TestHelp(t *testing.T) {
 
 func TestMainBadFlagExits2(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := Main([]string{"--smp", "x"}, &stderr, nil); code != 2 {
+	if code := Main("httpd", []string{"--smp", "x"}, &stderr, nil, nil); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
 	if lines := strings.Count(stderr.String(), "\n"); lines != 1 || !strings.HasPrefix(stderr.String(), "httpd: ") {
 		t.Fatalf("stderr %q, want one line", stderr.String())
+	}
+}
+
+// Each counter of the glue declares its kind (drop, error, gauge, count).
+func TestCountersDeclareKind(t *testing.T) {
+	for _, v := range []any{NativeStats{}, PosixStats{}} {
+		if err := shard.CheckFields(v); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -32,19 +32,19 @@ const (
 
 // PosixStats are one shard's posix stack counters. Every drop has one.
 type PosixStats struct {
-	Accepted     uint64 // connections accepted
-	Closed       uint64 // connections closed, any reason
-	AcceptErrors uint64 // accept4 failures other than EAGAIN (EMFILE pauses accepting)
-	ReadErrors   uint64 // connections dropped on a read error (ECONNRESET ...)
-	WriteErrors  uint64 // connections dropped on a write error (EPIPE ...)
-	Timeouts     uint64 // connections closed by the header or idle timeout
-	Lingered     uint64 // connections closed after a lingering close
-	LingerDrops  uint64 // lingering connections cut at the time or byte limit
-	Forced       uint64 // connections force-closed at shutdown
-	Stale        uint64 // events for a connection already closed in the same batch
-	Backpressure uint64 // times reading stopped because output was not draining
-	BytesIn      uint64
-	BytesOut     uint64
+	Accepted     uint64 `stat:"count"` // connections accepted
+	Closed       uint64 `stat:"count"` // connections closed, any reason
+	AcceptErrors uint64 `stat:"error"` // accept4 failures other than EAGAIN (EMFILE pauses accepting)
+	ReadErrors   uint64 `stat:"error"` // connections dropped on a read error (ECONNRESET ...)
+	WriteErrors  uint64 `stat:"error"` // connections dropped on a write error (EPIPE ...)
+	Timeouts     uint64 `stat:"count"` // connections closed by the header or idle timeout
+	Lingered     uint64 `stat:"count"` // connections closed after a lingering close
+	LingerDrops  uint64 `stat:"drop"`  // lingering connections cut at the time or byte limit
+	Forced       uint64 `stat:"count"` // connections force-closed at shutdown
+	StaleEvents  uint64 `stat:"count"` // events for a connection already closed in the same batch
+	Backpressure uint64 `stat:"count"` // times reading stopped because output was not draining
+	BytesIn      uint64 `stat:"count"`
+	BytesOut     uint64 `stat:"count"`
 }
 
 // Posix is one shard's posix stack: its SO_REUSEPORT listener, its connections
@@ -126,7 +126,7 @@ func (p *Posix) Events(evs []shard.Event, now time.Time) {
 		idx := int(uint32(ev.Token)) - 1
 		c := p.conns[idx]
 		if c.fd < 0 || c.gen != uint32(ev.Token>>32) {
-			p.stats.Stale++
+			p.stats.StaleEvents++
 			continue
 		}
 		c.event(ev.Events, now)
@@ -227,35 +227,7 @@ func (p *Posix) Close() {
 
 // Report adds the stack's and its HTTP server's counters.
 func (p *Posix) Report(r *shard.Report) {
-	s := &p.stats
-	r.Add("posix.open", uint64(p.open))
-	r.Add("posix.accepted", s.Accepted)
-	r.Add("posix.closed", s.Closed)
-	r.Add("posix.accept_errors", s.AcceptErrors)
-	r.Add("posix.read_errors", s.ReadErrors)
-	r.Add("posix.write_errors", s.WriteErrors)
-	r.Add("posix.timeouts", s.Timeouts)
-	r.Add("posix.lingered", s.Lingered)
-	r.Add("posix.linger_drops", s.LingerDrops)
-	r.Add("posix.forced", s.Forced)
-	r.Add("posix.stale_events", s.Stale)
-	r.Add("posix.backpressure", s.Backpressure)
-	r.Add("posix.bytes_in", s.BytesIn)
-	r.Add("posix.bytes_out", s.BytesOut)
+	r.AddKind("posix.open", shard.Gauge, uint64(p.open))
+	r.AddFields("posix.", p.stats)
 	addHTTP(r, p.srv.Stats())
-}
-
-// addHTTP adds a shard's HTTP counters to its report, the same names on
-// either stack.
-func addHTTP(r *shard.Report, h httpd.Stats) {
-	r.Add("http.requests", h.Requests)
-	for i, n := range h.Responses {
-		if i > 0 {
-			r.Add("http.responses_"+string(rune('0'+i))+"xx", n)
-		}
-	}
-	r.Add("http.bad_input", h.BadInput)
-	r.Add("http.timeouts", h.Timeouts)
-	r.Add("http.panics", h.Panics)
-	r.Add("http.log_dropped", h.LogDropped)
 }
