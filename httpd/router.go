@@ -98,7 +98,9 @@ func (s *Site) Config() Config { return s.cfg }
 // a pattern that does not start with "/" or a nil h, as these are
 // programming errors found at start-up.
 func (s *Site) Handle(pattern string, h Handler) {
-	checkRoute(pattern, h)
+	if err := CheckRoute("", pattern, h); err != nil {
+		panic(err)
+	}
 	*s.endpoint(pattern) = endpoint{any: h}
 }
 
@@ -108,14 +110,11 @@ func (s *Site) Handle(pattern string, h Handler) {
 // serves HEAD (the body is left out) unless HEAD has its own. Call before the
 // shards start; it panics like Handle, and on a method that is not a token.
 func (s *Site) HandleMethod(method, pattern string, h Handler) {
-	checkRoute(pattern, h)
-	if method == "" || len(method) > maxMethod {
-		panic(fmt.Sprintf("httpd: bad method %q", method))
+	if method == "" {
+		panic(fmt.Sprintf("httpd: route %q: no method", pattern))
 	}
-	for i := range len(method) {
-		if !isToken(method[i]) {
-			panic(fmt.Sprintf("httpd: bad method %q", method))
-		}
+	if err := CheckRoute(method, pattern, h); err != nil {
+		panic(err)
 	}
 	e := s.endpoint(pattern)
 	e.any = nil
@@ -138,10 +137,25 @@ func (s *Site) HandleMethod(method, pattern string, h Handler) {
 	e.allow = []byte(strings.Join(names, ", "))
 }
 
-func checkRoute(pattern string, h Handler) {
-	if !strings.HasPrefix(pattern, "/") || h == nil {
-		panic(fmt.Sprintf("httpd: bad route %q", pattern))
+// CheckRoute reports what is wrong with a route before it is registered: a
+// pattern that does not start with "/", a nil handler, or a method ("" for
+// every method) that is not an HTTP token.
+func CheckRoute(method, pattern string, h Handler) error {
+	if !strings.HasPrefix(pattern, "/") {
+		return fmt.Errorf("httpd: route %q: a pattern starts with /", pattern)
 	}
+	if h == nil {
+		return fmt.Errorf("httpd: route %q: nil handler", pattern)
+	}
+	if len(method) > maxMethod {
+		return fmt.Errorf("httpd: route %q: method %q is too long", pattern, method)
+	}
+	for i := range len(method) {
+		if !isToken(method[i]) {
+			return fmt.Errorf("httpd: route %q: method %q is not a token", pattern, method)
+		}
+	}
+	return nil
 }
 
 // endpoint returns pattern's endpoint, made empty if it has none.
