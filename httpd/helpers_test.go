@@ -128,6 +128,9 @@ func makeDocroot(t testing.TB) string {
 		"sub/a.txt":         "a\n",
 		"sp ace/index.html": "space\n",
 		"big.txt":           strings.Repeat("0123456789abcdef", 300<<10/16), // 300 KiB
+		".env":              "SECRET=1\n",
+		".git/config":       "[core]\n",
+		"sub/.hidden":       "hidden\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
