@@ -42,7 +42,7 @@ func startTestServer(t *testing.T, tweak func(*Options)) *testServer {
 	if tweak != nil {
 		tweak(&o)
 	}
-	s, err := Start(o)
+	s, err := Start(o, nil)
 	must(t, err)
 	t.Cleanup(func() {
 		s.Stop()
@@ -287,7 +287,7 @@ func TestStartPortInUse(t *testing.T) {
 	defer l.Close()
 	ap := netip.MustParseAddrPort(l.Addr().String())
 	var stderr bytes.Buffer
-	code := Main([]string{"--port", fmt.Sprint(ap.Port()), "--address", "127.0.0.1", "--smp", "1"}, &stderr, nil)
+	code := Main("httpd", []string{"--port", fmt.Sprint(ap.Port()), "--address", "127.0.0.1", "--smp", "1"}, &stderr, nil, nil)
 	if code != 2 || !strings.Contains(stderr.String(), "in use") || strings.Count(stderr.String(), "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q; want 2 and one line naming the port in use", code, stderr.String())
 	}

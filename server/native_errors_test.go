@@ -26,7 +26,7 @@ func TestNativeStartErrors(t *testing.T) {
 	base := []string{"--network-stack", "native", "--host-ipv4-addr", l.ServerIP.String(), "--stats-interval", "0"}
 	run := func(args ...string) (int, string) {
 		var stderr bytes.Buffer
-		code := Main(append(append([]string{}, base...), args...), &stderr, nil)
+		code := Main("httpd", append(append([]string{}, base...), args...), &stderr, nil, nil)
 		return code, stderr.String()
 	}
 	check := func(name string, code int, stderr string, want ...string) {
@@ -60,7 +60,7 @@ func TestNativeStartErrors(t *testing.T) {
 	o, err := ParseFlags(append(append([]string{}, base...), "--iface", l.ServerIf, "--smp", "1"), nil)
 	must(t, err)
 	o.Native.Logf = t.Logf
-	s, err := Start(o)
+	s, err := Start(o, nil)
 	if err != nil {
 		t.Fatalf("start after the failures: %v", err)
 	}

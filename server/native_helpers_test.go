@@ -94,7 +94,7 @@ func startNativeTest(t *testing.T, smp int, files []docrootFile, impair string, 
 	if tweak != nil {
 		tweak(&o)
 	}
-	s, err := Start(o)
+	s, err := Start(o, nil)
 	must(t, err)
 	nt := &nativeTest{Server: s, t: t, sums: sums, url: "http://" + s.Addr.String()}
 	t.Cleanup(func() { nt.stop() })

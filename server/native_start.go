@@ -116,7 +116,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}
 	logf := no.Logf
 	if logf == nil {
-		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "httpd: "+f+"\n", a...) }
+		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "percore: "+f+"\n", a...) }
 	}
 	var seed [8]byte
 	rand.Read(seed[:])

@@ -16,7 +16,7 @@ import (
 	"percore/shard"
 )
 
-// Server is a running httpd: its shards, listeners and access log.
+// Server is a running server: its shards, listeners and access log.
 type Server struct {
 	Addr     netip.AddrPort // the bound address (the real port when --port 0)
 	CPUs     []int
@@ -32,9 +32,11 @@ type Server struct {
 	closeErr  error // from releasing XDP and the lab, after done
 }
 
-// Start validates o against the machine (CPUs, port, docroot), binds the
-// listeners and starts the shards. Errors are one line naming cause and fix.
-func Start(o Options) (*Server, error) {
+// Start validates o against the machine (CPUs, port, docroot), builds the
+// site (routes registers the handlers on it; nil: none beyond the docroot and
+// the built-in hello), binds the listeners and starts the shards. Errors are
+// one line naming cause and fix.
+func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 	cpus, err := shard.ChooseCPUs(o.SMP, o.CPUSet)
 	if err != nil {
 		return nil, err
@@ -47,6 +49,9 @@ func Start(o Options) (*Server, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--docroot %q: %w", o.Docroot, err)
+	}
+	if routes != nil {
+		routes(site)
 	}
 	s := &Server{CPUs: cpus, done: make(chan struct{})}
 	var logw io.Writer
@@ -142,43 +147,47 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // Stats returns every shard's report.
 func (s *Server) Stats() []shard.Report { return s.group.Stats() }
 
-// Main runs the httpd command: parse flags, start, serve until a signal arrives
-// on sig, stop gracefully. It returns the exit status: 0 after a clean stop (or
+// Main runs a server command (httpd, the examples): parse flags, start with
+// routes, serve until a signal arrives on sig, stop gracefully. Its lines on
+// stderr begin with name. It returns the exit status: 0 after a clean stop (or
 // --help), 2 for a bad flag or a failed start (port in use, bad docroot ...),
 // 1 if a second signal (or a shard that cannot stop) cut the graceful stop
 // short.
-func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
+func Main(name string, args []string, stderr io.Writer, sig <-chan os.Signal, routes func(*httpd.Site)) int {
 	o, err := ParseFlags(args, stderr)
 	if errors.Is(err, ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "httpd: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	s, err := Start(o)
+	if o.Native.Logf == nil {
+		o.Native.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, name+": "+f+"\n", a...) }
+	}
+	s, err := Start(o, routes)
 	if err != nil {
-		fmt.Fprintf(stderr, "httpd: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
 		return 2
 	}
-	fmt.Fprintf(stderr, "httpd: serving http://%s/ with %d shards on cpus %s (%s stack)\n",
+	fmt.Fprintf(stderr, "%s: serving http://%s/ with %d shards on cpus %s (%s stack)\n", name,
 		s.Addr, len(s.CPUs), shard.FormatCPUs(s.CPUs), o.NetworkStack)
 	if s.Metrics.IsValid() {
-		fmt.Fprintf(stderr, "httpd: prometheus metrics on http://%s/metrics\n", s.Metrics)
+		fmt.Fprintf(stderr, "%s: prometheus metrics on http://%s/metrics\n", name, s.Metrics)
 	}
 	if s.Lab != nil {
 		fmt.Fprint(os.Stdout, reachHelp(s, o.Ports))
 	}
 	stopStats := make(chan struct{})
 	if o.StatsInterval > 0 {
-		go printStats(stderr, s.group.Stats, o.StatsInterval, stopStats)
+		go printStats(stderr, name, s.group.Stats, o.StatsInterval, stopStats)
 	}
 	select {
 	case <-sig:
 	case <-s.Done():
 	}
 	close(stopStats)
-	fmt.Fprintf(stderr, "httpd: stopping: finishing responses in flight (at most %v)\n", o.StopTimeout)
+	fmt.Fprintf(stderr, "%s: stopping: finishing responses in flight (at most %v)\n", name, o.StopTimeout)
 	s.Stop()
 	// Shards force-close at the stop timeout; the extra bound only guards
 	// against a shard that cannot get there (a bug), so the process still ends.
@@ -187,9 +196,9 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 	select {
 	case <-s.Done():
 	case <-sig:
-		fmt.Fprintln(stderr, "httpd: second signal: exiting without finishing")
+		fmt.Fprintf(stderr, "%s: second signal: exiting without finishing\n", name)
 	case <-hard.C:
-		fmt.Fprintf(stderr, "httpd: shards did not stop within %v; exiting without finishing\n", o.StopTimeout+5*time.Second)
+		fmt.Fprintf(stderr, "%s: shards did not stop within %v; exiting without finishing\n", name, o.StopTimeout+5*time.Second)
 	}
 	select {
 	case <-s.Done():
@@ -202,8 +211,8 @@ func Main(args []string, stderr io.Writer, sig <-chan os.Signal) int {
 		return 1
 	}
 	if s.closeErr != nil {
-		fmt.Fprintf(stderr, "httpd: cleanup: %s\n", strings.ReplaceAll(s.closeErr.Error(), "\n", " "))
+		fmt.Fprintf(stderr, "%s: cleanup: %s\n", name, strings.ReplaceAll(s.closeErr.Error(), "\n", " "))
 	}
-	fmt.Fprintf(stderr, "httpd: stopped; %s\n", shard.Merge(s.group.Final()))
+	fmt.Fprintf(stderr, "%s: stopped; %s\n", name, shard.Merge(s.group.Final()))
 	return 0
 }
