@@ -6,17 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"percore/afxdp"
+	"percore/native"
 	"percore/netstack"
 )
 
@@ -29,56 +27,26 @@ import (
 // ports whose replies hash to its queue.
 func runNative(cfg Config) (*Result, error) {
 	n := &cfg.Native
-	if os.Geteuid() != 0 {
-		return nil, errors.New("--network-stack native needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_IPC_LOCK) for AF_XDP and XDP: run as root, or use --network-stack posix")
-	}
 	server, _ := serverAddr(cfg.Server) // checked by validate
 	cpus := cfg.CPUSet
 	if len(cpus) == 0 {
 		cpus = processCPUs()
 	}
-	ns := netns.None()
-	if n.Netns != "" {
-		var err error
-		if ns, err = netns.GetFromName(n.Netns); err != nil {
-			return nil, fmt.Errorf("--netns %s: %v: name a namespace that `ip netns list` shows", n.Netns, err)
-		}
-		defer ns.Close()
+	logf := func(string, ...any) {}
+	if cfg.Progress != nil {
+		logf = func(f string, a ...any) { fmt.Fprintf(cfg.Progress, "wreck: "+f+"\n", a...) }
 	}
-
-	// The program, attached from a thread in the interface's namespace.
-	var (
-		ifi  *net.Interface
-		prog *afxdp.Program
-	)
-	err := inNetns(ns, func() error {
-		var err error
-		if ifi, err = net.InterfaceByName(n.Iface); err != nil {
-			return fmt.Errorf("--iface %q: no such interface in this network namespace: check `ip link` (or --netns)", n.Iface)
-		}
-		if len(ifi.HardwareAddr) != 6 {
-			return fmt.Errorf("--iface %s has no Ethernet address: the native stack needs an Ethernet interface", n.Iface)
-		}
-		if err := notKernelAddr(n.Addr); err != nil {
-			return err
-		}
-		if prog, err = afxdp.NewProgram(afxdp.ProgramConfig{IP: n.Addr, MaxQueues: max(64, cfg.SMP), MaxPorts: int(n.PortHi-n.PortLo) + 1}); err != nil {
-			return err
-		}
-		for p := int(n.PortLo); p <= int(n.PortHi); p++ {
-			if err := prog.AllowPort(uint16(p)); err != nil {
-				return err
-			}
-		}
-		return prog.Attach(n.Iface, n.XDPMode)
+	dev, err := native.Open(native.Config{
+		Iface: n.Iface, Netns: n.Netns,
+		Addr: n.Addr, Netmask: n.Netmask, Gateway: n.Gateway,
+		Queues: cfg.SMP, XDPMode: n.XDPMode, Frames: n.Frames,
+		PortLo: n.PortLo, PortHi: n.PortHi,
+		Logf: logf,
 	})
-	if prog != nil {
-		defer prog.Close()
-	}
 	if err != nil {
-		return nil, err
+		return nil, n.explain(err, cfg.SMP)
 	}
-	mtu := min(max(ifi.MTU, 576), 1500)
+	defer dev.Close()
 
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	var seed [8]byte
@@ -104,13 +72,14 @@ func runNative(cfg Config) (*Result, error) {
 		shards[i] = &nshard{id: i, cpu: cpus[i%len(cpus)], acct: accts[i], conns: conns}
 	}
 
-	// Each shard: a locked thread in the namespace, pinned, opens its socket
-	// and builds its stack there, then waits for the start.
+	// Each shard: a locked thread, pinned, opens its queue (in the
+	// interface's namespace) and builds its stack there, then waits for the
+	// start.
 	procs := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(procs + cfg.SMP)
 	defer runtime.GOMAXPROCS(procs)
 	start, done, err := launch(len(shards), cfg.Duration, &stop, func(i int) error {
-		return shards[i].setup(ns, ifi, mtu, prog, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(i))
+		return shards[i].setup(dev, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(i))
 	}, func(i int, start, end int64) { shards[i].run(start, end) }, func(i int) { shards[i].close() })
 	if err != nil {
 		return nil, err
@@ -122,6 +91,25 @@ func runNative(cfg Config) (*Result, error) {
 		}
 	}
 	return result(&cfg, accts, cpus, start), nil
+}
+
+// explain adds to an error of native.Open the flag that fixes it.
+func (n *NativeConfig) explain(err error, smp int) error {
+	switch {
+	case errors.Is(err, native.ErrNotRoot):
+		return fmt.Errorf("--network-stack native: %w: run as root, or use --network-stack posix", err)
+	case errors.Is(err, native.ErrNoNetns):
+		return fmt.Errorf("--netns %s: %w: name a namespace that `ip netns list` shows", n.Netns, err)
+	case errors.Is(err, native.ErrNoIface):
+		return fmt.Errorf("--iface: %w: check `ip link` (or --netns)", err)
+	case errors.Is(err, native.ErrNotEthernet):
+		return fmt.Errorf("--iface: %w: the native stack needs an Ethernet interface", err)
+	case errors.Is(err, native.ErrTooFewQueues):
+		return fmt.Errorf("--smp %d: %w: lower --smp, or raise the queues with `ethtool -L %s combined %d`", smp, err, n.Iface, smp)
+	case errors.Is(err, native.ErrKernelAddr):
+		return fmt.Errorf("--host-ipv4-addr %s is the kernel's address (%w): give the native client an address no interface holds (in the lab, .3 of the subnet)", n.Addr, err)
+	}
+	return err
 }
 
 // newAcct is the kernel mode's shard, built by its own constructor, for
@@ -137,61 +125,13 @@ func newAcct(id int, cfg *Config, conns int, budget int64, stop *atomic.Bool) (*
 	return s, nil
 }
 
-// notKernelAddr refuses an address the kernel holds: the XDP program would
-// take its ARP and its TCP on our source ports away from the kernel.
-func notKernelAddr(a netip.Addr) error {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil // nothing to check against
-	}
-	for _, ifc := range ifs {
-		addrs, _ := ifc.Addrs()
-		for _, ad := range addrs {
-			if ipn, ok := ad.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && ip.Unmap() == a {
-					return fmt.Errorf("--host-ipv4-addr %s is the kernel's address on %s: give the native client an address no interface holds (in the lab, .3 of the subnet)", a, ifc.Name)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// inNetns runs fn on a fresh locked thread inside ns (netns.None(): the
-// process's namespace). The thread exits with it.
-func inNetns(ns netns.NsHandle, fn func() error) error {
-	var err error
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		if err = enterNetns(ns); err == nil {
-			err = fn()
-		}
-	}()
-	<-ch
-	return err
-}
-
-func enterNetns(ns netns.NsHandle) error {
-	if !ns.IsOpen() {
-		return nil
-	}
-	if err := netns.Set(ns); err != nil {
-		return fmt.Errorf("enter --netns: %w", err)
-	}
-	return nil
-}
-
-// nshard is one native client shard: its socket, link, stack and
+// nshard is one native client shard: its queue (socket, link, stack) and
 // connections. Owned by its goroutine; Run reads acct after it is done.
 type nshard struct {
 	id, cpu int
 	acct    *shard
 	conns   int
-	sock    *afxdp.Socket
-	link    *netstack.AFXDPLink
-	stack   *netstack.Stack
+	q       *native.Queue
 	cl      *nclient
 	pfd     [1]unix.PollFd
 
@@ -201,57 +141,31 @@ type nshard struct {
 	xskStats afxdp.Stats
 }
 
-// setup runs on the shard's locked thread: into the namespace, onto its
-// CPU, then the socket of queue id, registered with prog, and the stack.
-func (d *nshard) setup(ns netns.NsHandle, ifi *net.Interface, mtu int, prog *afxdp.Program, server netip.AddrPort, req []byte, seqOff int, seed uint64) error {
+// setup runs on the shard's locked thread: onto its CPU, then its queue of
+// dev (entering the interface's namespace) and the connections on it.
+func (d *nshard) setup(dev *native.Device, server netip.AddrPort, req []byte, seqOff int, seed uint64) error {
 	n := &d.acct.cfg.Native
-	if err := enterNetns(ns); err != nil {
-		return err
-	}
 	var set unix.CPUSet
 	set.Set(d.cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return fmt.Errorf("pin shard %d to CPU %d: %w", d.id, d.cpu, err)
 	}
-	logf := func(string, ...any) {}
-	if d.id == 0 && d.acct.cfg.Progress != nil {
-		logf = func(f string, a ...any) { fmt.Fprintf(d.acct.cfg.Progress, "wreck: "+f+"\n", a...) }
-	}
-	var err error
-	if d.sock, err = afxdp.Open(afxdp.Config{Interface: ifi.Name, Queue: d.id, FrameCount: n.Frames, Logf: logf}); err != nil {
-		return fmt.Errorf("shard %d: %w", d.id, err)
-	}
-	if err = prog.Register(d.sock); err != nil {
-		return fmt.Errorf("shard %d: %w", d.id, err)
-	}
-	if d.link, err = netstack.NewAFXDPLink(d.sock, mtu, 64); err != nil {
-		return fmt.Errorf("shard %d: %w", d.id, err)
-	}
-	var mac netstack.MAC
-	copy(mac[:], ifi.HardwareAddr)
-	a4, _ := netstack.IPv4AddrFrom(n.Addr)
-	m4, _ := netstack.IPv4AddrFrom(n.Netmask)
-	var g4 netstack.IPv4Addr
-	if n.Gateway.IsValid() {
-		g4, _ = netstack.IPv4AddrFrom(n.Gateway)
-	}
-	if d.stack, err = netstack.NewStack(netstack.Config{MAC: mac, Addr: a4, Netmask: m4, Gateway: g4}); err != nil {
-		return fmt.Errorf("shard %d: %w", d.id, err)
-	}
 	lo, hi := n.shardPorts(d.id, d.acct.cfg.SMP)
 	tc := netstack.TCPConfig{
 		MaxConns: max(4096, 4*d.conns),
-		MSS:      uint16(mtu - 80), // room for a full option block, as the server
 		Seed:     seed,
 		PortLo:   lo, PortHi: hi,
 	}
 	if len(n.RSSKey) > 0 {
 		tc.PortFilter = rssPortFilter(n.RSSKey, n.RSSTable, d.acct.cfg.SMP, d.id, server, n.Addr)
 	}
-	d.stack.EnableTCP(tc)
+	var err error
+	if d.q, err = dev.NewQueue(d.id, native.QueueConfig{TCP: tc}); err != nil {
+		return fmt.Errorf("shard %d: %w", d.id, err)
+	}
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
-	d.cl = newNClient(d.acct, d.stack, d.link, dst, server.Port(), d.conns, req, seqOff)
-	d.pfd[0] = unix.PollFd{Fd: int32(d.sock.Fd()), Events: unix.POLLIN}
+	d.cl = newNClient(d.acct, d.q.Stack(), d.q.Link(), dst, server.Port(), d.conns, req, seqOff)
+	d.pfd[0] = unix.PollFd{Fd: int32(d.q.Socket().Fd()), Events: unix.POLLIN}
 	return nil
 }
 
@@ -276,7 +190,7 @@ func (d *nshard) run(start, end int64) {
 			s.tick()
 			s.nextTick = s.now + int64(tick)
 		}
-		if c.step(now) || d.sock.TxOutstanding() > 0 || len(c.retry) > 0 || len(c.aborts) > 0 || s.finished {
+		if c.step(now) || d.q.Socket().TxOutstanding() > 0 || len(c.retry) > 0 || len(c.aborts) > 0 || s.finished {
 			continue
 		}
 		wait := min(s.nextTick, s.end)
@@ -296,8 +210,8 @@ func (d *nshard) run(start, end int64) {
 	s.stopped = mono()
 	s.publish()
 	c.shutdown(epoch.Add(time.Duration(mono())))
-	d.ipStats, d.tcpStats = d.stack.Stats(), d.stack.TCPStats()
-	d.xskStats, _ = d.sock.Stats()
+	d.ipStats, d.tcpStats = d.cl.stack.Stats(), d.cl.stack.TCPStats()
+	d.xskStats = d.q.XSKStats()
 }
 
 // summary writes one line of the shard's native counters: what moved, what
@@ -309,13 +223,10 @@ func (d *nshard) summary(w io.Writer) {
 		t.ChecksumDrop+ip.IPv4BadChecksum, t.TxNoBuf, ip.TxNoFrame, x.RxDropped, x.RxRingFull)
 }
 
-// close releases the shard's stack and socket (the socket leaves the
-// XSKMAP as it closes).
+// close releases the shard's queue (its socket leaves the XSKMAP as it
+// closes).
 func (d *nshard) close() {
-	if d.stack != nil && d.link != nil {
-		d.stack.Close(d.link)
-	}
-	if d.sock != nil {
-		d.sock.Close()
+	if d.q != nil {
+		d.q.Close()
 	}
 }

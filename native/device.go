@@ -1,0 +1,240 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"percore/afxdp"
+	"percore/netstack"
+)
+
+// Config is the native stack on one interface. Zero fields take the
+// defaults in brackets.
+type Config struct {
+	Iface   string     // the interface whose rx queues the shards own (shard i, queue i)
+	Netns   string     // named network namespace of Iface ["": the process's]
+	Addr    netip.Addr // our IPv4 address; no kernel interface may hold it
+	Netmask netip.Addr // [255.255.255.0]
+	Gateway netip.Addr // next hop to off-link peers [none]
+	MTU     int        // the largest IP MTU to use, lowered to the interface's [1500]
+	Queues  int        // shards, each owning one rx queue [1]
+
+	XDPMode afxdp.AttachMode // [afxdp.Native]
+	Frames  int              // UMEM frames per queue, a power of two [4096]
+
+	// The local TCP ports whose segments the XDP program steers to us: a
+	// server's listen ports, a client's source ports PortLo..PortHi, or
+	// both (PortLo 0: no range).
+	Ports          []uint16
+	PortLo, PortHi uint16
+
+	// Logf gets the line that says how queue 0's socket bound (copy or
+	// zero-copy mode); nil: none.
+	Logf func(format string, args ...any)
+}
+
+// minMTU is the least IP MTU the stack runs on: every IPv4 host takes
+// 576-byte datagrams (RFC 791), and TCP's MSS is the MTU less 40.
+const minMTU = 576
+
+// Device is the native stack's hold on one interface: the XDP program
+// attached to it and what the checks found. Open makes it before the shards
+// start, each shard takes its queue with NewQueue, and Close detaches the
+// program after every queue is closed. Read-only after Open: shards share it.
+type Device struct {
+	cfg  Config
+	ns   netns.NsHandle // netns.None(): the process's namespace
+	mac  netstack.MAC
+	mtu  int
+	prog *afxdp.Program
+}
+
+// Open checks the interface and attaches the steering program to it, inside
+// cfg.Netns.
+func Open(cfg Config) (_ *Device, err error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if !cfg.Addr.Is4() {
+		return nil, fmt.Errorf("native: address %v is not IPv4", cfg.Addr)
+	}
+	if !cfg.Netmask.IsValid() {
+		cfg.Netmask = netip.AddrFrom4([4]byte{255, 255, 255, 0})
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	if cfg.Queues == 0 {
+		cfg.Queues = 1
+	}
+	if cfg.Frames == 0 {
+		cfg.Frames = 4096
+	}
+	d := &Device{cfg: cfg, ns: netns.None()}
+	if cfg.Netns != "" {
+		if d.ns, err = netns.GetFromName(cfg.Netns); err != nil {
+			return nil, fmt.Errorf("native: %w: %s: %v", ErrNoNetns, cfg.Netns, err)
+		}
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	err = d.inNetns(func() error {
+		if err := d.check(); err != nil {
+			return err
+		}
+		return d.attach()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// check runs in the interface's namespace.
+func (d *Device) check() error {
+	c := &d.cfg
+	ifi, err := net.InterfaceByName(c.Iface)
+	if err != nil {
+		return fmt.Errorf("native: %w: %q", ErrNoIface, c.Iface)
+	}
+	if len(ifi.HardwareAddr) != 6 {
+		return fmt.Errorf("native: %w: %s", ErrNotEthernet, c.Iface)
+	}
+	copy(d.mac[:], ifi.HardwareAddr)
+	d.mtu = c.MTU
+	if ifi.MTU > 0 && ifi.MTU < d.mtu {
+		d.mtu = ifi.MTU
+	}
+	if d.mtu < minMTU {
+		return fmt.Errorf("native: %w: %s has %d, the stack needs %d", ErrMTU, c.Iface, d.mtu, minMTU)
+	}
+	nq, err := rxQueues(c.Iface)
+	if err != nil {
+		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
+	}
+	if nq < c.Queues {
+		return fmt.Errorf("native: %w: %s has %d, %d shards need %d", ErrTooFewQueues, c.Iface, nq, c.Queues, c.Queues)
+	}
+	return kernelFree(c.Addr)
+}
+
+// attach loads the program and attaches it; it runs in the interface's
+// namespace.
+func (d *Device) attach() error {
+	c := &d.cfg
+	span := 0
+	if c.PortLo != 0 {
+		span = int(c.PortHi-c.PortLo) + 1
+	}
+	var err error
+	d.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{
+		IP:        c.Addr,
+		Ports:     c.Ports,
+		MaxQueues: max(64, c.Queues),
+		MaxPorts:  max(1024, len(c.Ports)+span),
+	})
+	if err != nil {
+		return err
+	}
+	for p := range span {
+		if err := d.prog.AllowPort(c.PortLo + uint16(p)); err != nil {
+			return err
+		}
+	}
+	return d.prog.Attach(c.Iface, c.XDPMode)
+}
+
+// kernelFree refuses an address a kernel interface holds: the program would
+// take its ARP (and its TCP on our ports) away from the kernel.
+func kernelFree(a netip.Addr) error {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil // nothing to check against
+	}
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, ad := range addrs {
+			if ipn, ok := ad.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && ip.Unmap() == a {
+					return fmt.Errorf("native: %w: %s is on %s", ErrKernelAddr, a, ifc.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rxQueues is the interface's active rx queue count, as ethtool channels
+// report it (combined + rx), else as netlink reports allocated.
+func rxQueues(iface string) (int, error) {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return 0, err
+	}
+	if e, err := ethtool.NewEthtool(); err == nil {
+		defer e.Close()
+		if ch, err := e.GetChannels(iface); err == nil && ch.CombinedCount+ch.RxCount > 0 {
+			return int(ch.CombinedCount + ch.RxCount), nil
+		}
+	}
+	return l.Attrs().NumRxQueues, nil
+}
+
+// inNetns runs fn on a fresh locked thread inside the device's namespace;
+// the thread exits with it.
+func (d *Device) inNetns(fn func() error) error {
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if err = d.enter(); err == nil {
+			err = fn()
+		}
+	}()
+	<-done
+	return err
+}
+
+// enter moves the calling thread, locked for good, into the namespace.
+func (d *Device) enter() error {
+	if !d.ns.IsOpen() {
+		return nil
+	}
+	if err := netns.Set(d.ns); err != nil {
+		return fmt.Errorf("native: enter network namespace %s: %w", d.cfg.Netns, err)
+	}
+	return nil
+}
+
+// MTU is the IP MTU the queues use: Config.MTU, or the interface's if lower.
+func (d *Device) MTU() int { return d.mtu }
+
+// MAC is the interface's Ethernet address.
+func (d *Device) MAC() netstack.MAC { return d.mac }
+
+// Close detaches the program (frames for us go to the kernel again) and
+// releases the namespace. Close the queues first.
+func (d *Device) Close() error {
+	var errs []error
+	if d.prog != nil {
+		errs = append(errs, d.prog.Close())
+		d.prog = nil
+	}
+	if d.ns.IsOpen() {
+		errs = append(errs, d.ns.Close())
+		d.ns = netns.None()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,15 @@
+package native
+
+import "errors"
+
+// Sentinel errors for the checks Open makes, to test with errors.Is (a
+// command adds the flag to fix). The errors returned carry the details.
+var (
+	ErrNotRoot      = errors.New("native stack needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_IPC_LOCK) for AF_XDP and XDP")
+	ErrNoNetns      = errors.New("no such network namespace")
+	ErrNoIface      = errors.New("no such interface in the network namespace")
+	ErrNotEthernet  = errors.New("interface has no Ethernet address")
+	ErrMTU          = errors.New("interface MTU too small")
+	ErrTooFewQueues = errors.New("too few rx queues: one per shard")
+	ErrKernelAddr   = errors.New("address held by the kernel")
+)

@@ -1,0 +1,224 @@
+package native
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"percore/afxdp"
+	"percore/lab"
+	"percore/netstack"
+	"percore/shard"
+)
+
+// newPair builds a one-queue lab whose server end (no kernel address) is in
+// the root namespace; it skips without root or AF_XDP.
+func newPair(t *testing.T, prefix string) *lab.NativePair {
+	t.Helper()
+	if err := afxdp.Supported(); err != nil {
+		t.Skip(err)
+	}
+	pair, err := lab.NewNativePair(lab.Config{Prefix: prefix, Queues: 1, ServerRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pair.Close(); err != nil {
+			t.Errorf("remove lab: %v", err)
+		}
+	})
+	return pair
+}
+
+// Open refuses, with its sentinel, what the native stack cannot run on, and
+// attaches nothing when it does.
+func TestOpenChecks(t *testing.T) {
+	pair := newPair(t, "nc")
+	server := Config{Iface: pair.ServerIf, Addr: pair.ServerIP}
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		want error
+	}{
+		{"no interface", func(c *Config) { c.Iface = "nosuch0" }, ErrNoIface},
+		{"no namespace", func(c *Config) { c.Netns = "nosuch-netns" }, ErrNoNetns},
+		{"kernel address", func(c *Config) {
+			c.Iface, c.Netns, c.Addr = pair.ClientIf, pair.ClientNS.Name, pair.ClientIP
+		}, ErrKernelAddr},
+		{"too few queues", func(c *Config) { c.Queues = 2 }, ErrTooFewQueues},
+		{"small MTU", func(c *Config) { c.MTU = 500 }, ErrMTU},
+	} {
+		c := server
+		tc.edit(&c)
+		d, err := Open(c)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: Open: %v, want %v", tc.name, err, tc.want)
+		}
+		if d != nil {
+			d.Close()
+		}
+	}
+	// The namespace's interface, with an address no kernel interface has.
+	d, err := Open(Config{Iface: pair.ClientIf, Netns: pair.ClientNS.Name, Addr: pair.ClientNativeIP, PortLo: 40000, PortHi: 40999})
+	if err != nil {
+		t.Fatalf("Open in the client namespace: %v", err)
+	}
+	if d.MTU() != 1500 || d.MAC() != netstack.MAC(pair.ClientMAC) {
+		t.Errorf("MTU %d, MAC %v; want 1500, %v", d.MTU(), d.MAC(), pair.ClientMAC)
+	}
+	if err := d.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// echo is a TCP app that sends back what it is fed.
+type echo struct{ out []byte }
+
+func (e *echo) Feed(p []byte, now time.Time) int { e.out = append(e.out, p...); return len(p) }
+func (e *echo) Output() [][]byte {
+	if len(e.out) == 0 {
+		return nil
+	}
+	return [][]byte{e.out}
+}
+func (e *echo) Advance(n int)            { e.out = e.out[n:] }
+func (e *echo) Closing() bool            { return false }
+func (e *echo) PeerClosed(now time.Time) {}
+
+type echoEP struct{}
+
+func (echoEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return &echo{} }
+func (echoEP) Release(netstack.TCPApp, time.Time)               {}
+
+// counter is an App that counts its calls.
+type counter struct{ before, after uint64 }
+
+func (c *counter) Before(time.Time)     { c.before++ }
+func (c *counter) After(time.Time) bool { c.after++; return false }
+
+// queueOwner reports a queue's counters and closes it when the shard stops.
+type queueOwner struct {
+	q      *Queue
+	app    *counter
+	closed chan int // the stack's held tx frames after Close
+}
+
+func (o *queueOwner) Report(r *shard.Report) {
+	r.Add("wakeups", o.q.Stats().Wakeups)
+	r.Add("before", o.app.before)
+	r.Add("after", o.app.after)
+}
+func (o *queueOwner) Drain(time.Time) {}
+func (o *queueOwner) Drained() bool   { return true }
+func (o *queueOwner) Close() {
+	o.q.Close()
+	o.closed <- o.q.Stack().HeldTx()
+}
+
+// A queue registered with a shard serves a kernel TCP client from the
+// client namespace: the App runs around each Poll, the MSS fits the MTU
+// given, a shard asleep between two exchanges is woken by the socket, and
+// Close gives every frame back.
+func TestQueueOnShard(t *testing.T) {
+	pair := newPair(t, "nq")
+	const mtu = 1400
+	d, err := Open(Config{Iface: pair.ServerIf, Addr: pair.ServerIP, MTU: mtu, Ports: []uint16{8080}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cpus, err := shard.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &queueOwner{app: &counter{}, closed: make(chan int, 1)}
+	g, err := shard.Start(shard.Config{CPUs: cpus[:1]}, func(sh *shard.Shard) error {
+		q, err := d.NewQueue(sh.ID, QueueConfig{TCP: netstack.TCPConfig{Seed: 1}, App: own.app})
+		if err != nil {
+			return err
+		}
+		own.q = q
+		sh.AddStopper(own)
+		sh.AddReporter(own)
+		if err := q.Stack().ListenTCP(8080, echoEP{}); err != nil {
+			return err
+		}
+		return q.Register(sh)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			g.Stop()
+			g.Wait()
+		}
+	}
+	defer stop()
+
+	var c net.Conn
+	err = pair.ClientNS.Do(func() error {
+		var err error
+		c, err = net.DialTimeout("tcp", netip.AddrPortFrom(pair.ServerIP, 8080).String(), 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	exchange := func(msg string) {
+		t.Helper()
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+			t.Fatalf("echo %q, %v; want %q", got, err, msg)
+		}
+	}
+	exchange("hello")
+	// Asleep: no frame, no timer due for a while.
+	waitReport(t, g, "the shard to sleep", func(r shard.Report) bool { return r.Loop.Sleeps > 0 })
+	before := g.Stats()[0].Get("wakeups")
+	exchange("again")
+	r := g.Stats()[0]
+	if r.Get("wakeups") == before {
+		t.Errorf("no socket wake-up for the second exchange (%d before, %d after)", before, r.Get("wakeups"))
+	}
+	if r.Get("before") == 0 || r.Get("before") != r.Get("after") {
+		t.Errorf("App ran %d times before and %d after the Poll, want as many, more than 0", r.Get("before"), r.Get("after"))
+	}
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mss int
+	raw.Control(func(fd uintptr) { mss, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
+	if mss > mtu-40 || mss < mtu-40-40 {
+		t.Errorf("the client sends segments of %d bytes, want the MSS of MTU %d less 40, less options", mss, mtu)
+	}
+	t.Logf("client MSS %d; report %v", mss, r)
+	stop()
+	if held := <-own.closed; held != 0 {
+		t.Errorf("the stack holds %d tx frames after Close, want 0", held)
+	}
+}
+
+// waitReport polls the first shard's report until ok accepts it, bounded.
+func waitReport(t *testing.T, g *shard.Group, what string, ok func(shard.Report) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ok(g.Stats()[0]) {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

@@ -1,0 +1,209 @@
+package native
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"percore/afxdp"
+	"percore/netstack"
+	"percore/shard"
+)
+
+// QueueConfig is what one shard runs on its queue.
+type QueueConfig struct {
+	// TCP's limits, timers and client ports. MSS is the device's MTU less
+	// 40 whatever is given: TCP fits its options into that (the MSS shrinks
+	// by the timestamps' 12 bytes, SACK blocks yield to data), so no segment
+	// outgrows the MTU.
+	TCP netstack.TCPConfig
+	App App // runs around each Poll; nil: none
+}
+
+// App is what runs on a queue's stack, beside the callbacks TCP makes: the
+// queue calls Before just ahead of each Stack.Poll and After just after it,
+// on the shard's goroutine. A client opens connections and queues requests
+// in Before, and acts in After on what the Poll delivered (handshakes done,
+// connections to reset). After reports whether it left work for the next
+// Poll, so that the shard does not sleep first.
+type App interface {
+	Before(now time.Time)
+	After(now time.Time) (busy bool)
+}
+
+// QueueStats are a queue's own counters; its stack's and socket's are read
+// from them.
+type QueueStats struct {
+	Wakeups uint64 // epoll events on the socket fd: a sleeping shard woken by received frames
+}
+
+// Queue is one shard's native stack on its rx queue: the AF_XDP socket, the
+// link over it and the userspace stack. It is owned by the shard: every
+// method runs on the shard's goroutine. The owner closes it (Close) when the
+// shard stops, after what runs on it has finished with the stack.
+type Queue struct {
+	sock   *afxdp.Socket
+	link   countingLink
+	stack  *netstack.Stack
+	app    App
+	wheel  *shard.Wheel
+	next   shard.Timer // the stack's next deadline: only wakes the loop
+	stats  QueueStats
+	closed bool
+	xsk    afxdp.Stats // the socket's numbers as it closed
+}
+
+// countingLink is the AFXDPLink the stack runs over, counting the frames
+// each Poll moves (the shard stays busy while they move).
+type countingLink struct {
+	*netstack.AFXDPLink
+	moved uint64
+}
+
+func (l *countingLink) RxBatch(fs []netstack.Frame) int {
+	n := l.AFXDPLink.RxBatch(fs)
+	l.moved += uint64(n)
+	return n
+}
+
+func (l *countingLink) TxSubmit(fs []netstack.Frame) {
+	l.moved += uint64(len(fs))
+	l.AFXDPLink.TxSubmit(fs)
+}
+
+// NewQueue opens the socket of rx queue id, registers it with the device's
+// program and builds the stack on it with TCP on. Call it on the thread that
+// will own the queue (a shard's, in its setup): inside the device's network
+// namespace, which it enters, locking the thread for good.
+func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
+	if d.ns.IsOpen() {
+		runtime.LockOSThread() // never unlocked: the thread stays in the namespace
+		if err := d.enter(); err != nil {
+			return nil, err
+		}
+	}
+	logf := func(string, ...any) {}
+	if id == 0 && d.cfg.Logf != nil {
+		logf = d.cfg.Logf
+	}
+	q := &Queue{app: cfg.App}
+	if q.sock, err = afxdp.Open(afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameCount: d.cfg.Frames, Logf: logf}); err != nil {
+		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+	}
+	defer func() {
+		if err != nil {
+			q.sock.Close()
+		}
+	}()
+	if err = d.prog.Register(q.sock); err != nil {
+		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+	}
+	link, err := netstack.NewAFXDPLink(q.sock, d.mtu, 64)
+	if err != nil {
+		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+	}
+	q.link.AFXDPLink = link
+	sc := netstack.Config{MAC: d.mac}
+	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
+	sc.Netmask, _ = netstack.IPv4AddrFrom(d.cfg.Netmask)
+	if d.cfg.Gateway.IsValid() {
+		sc.Gateway, _ = netstack.IPv4AddrFrom(d.cfg.Gateway)
+	}
+	if q.stack, err = netstack.NewStack(sc); err != nil {
+		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+	}
+	tc := cfg.TCP
+	tc.MSS = uint16(d.mtu - 40)
+	q.stack.EnableTCP(tc)
+	return q, nil
+}
+
+// Register plugs q into shard sh's loop: q polls the stack as a Poller, its
+// socket fd in the shard's epoll wakes the shard when frames arrive, and the
+// stack's next deadline arms a timer on the shard's wheel. Call it in the
+// shard's setup.
+func (q *Queue) Register(sh *shard.Shard) error {
+	q.wheel = sh.Wheel()
+	q.next.Init(func(time.Time) {})
+	src := sh.AddSource(q)
+	if err := sh.AddFD(q.sock.Fd(), unix.EPOLLIN, src, 0); err != nil {
+		return fmt.Errorf("native: queue %d: %w", q.sock.Queue(), err)
+	}
+	sh.AddPoller(q)
+	return nil
+}
+
+// Poll implements shard.Poller: the App's Before, the stack once over the
+// link, the App's After. It reports work while frames move, the kernel still
+// has tx frames to take (copy mode wants a kick while any are outstanding),
+// the stack's deadline has come, or the App asks.
+func (q *Queue) Poll(now time.Time) bool {
+	if q.closed {
+		return false
+	}
+	if q.app != nil {
+		q.app.Before(now)
+	}
+	moved := q.link.moved
+	next := q.stack.Poll(now, &q.link)
+	busy := q.link.moved != moved || q.sock.TxOutstanding() > 0
+	if q.app != nil && q.app.After(now) {
+		busy = true
+	}
+	switch {
+	case next.IsZero():
+		q.wheel.Stop(&q.next)
+	case !next.After(now):
+		busy = true
+	case !q.next.Armed() || !next.Equal(q.next.When()):
+		q.wheel.Start(&q.next, next)
+	}
+	return busy
+}
+
+// Events implements shard.Source: the socket fd became readable. Nothing to
+// do here: the loop polls the rings next.
+func (q *Queue) Events(evs []shard.Event, now time.Time) { q.stats.Wakeups++ }
+
+// Stack is the queue's userspace stack.
+func (q *Queue) Stack() *netstack.Stack { return q.stack }
+
+// Link is the link the stack runs over: pass it to the stack's calls that
+// take one (AbortTCP).
+func (q *Queue) Link() netstack.Link { return &q.link }
+
+// Socket is the queue's AF_XDP socket.
+func (q *Queue) Socket() *afxdp.Socket { return q.sock }
+
+// Stats returns the queue's own counters.
+func (q *Queue) Stats() QueueStats { return q.stats }
+
+// XSKStats returns the socket's counters; after Close, those it had as it
+// closed.
+func (q *Queue) XSKStats() afxdp.Stats {
+	if q.closed {
+		return q.xsk
+	}
+	st, _ := q.sock.Stats()
+	return st
+}
+
+// Close sends what the stack has queued (resets of an abort), gives every
+// frame back and closes the socket: its UMEM is unmapped and it leaves the
+// program's XSKMAP, so the queue's frames go to the kernel. Polls after Close
+// do nothing.
+func (q *Queue) Close() {
+	if q.closed {
+		return
+	}
+	q.closed = true
+	if q.wheel != nil {
+		q.wheel.Stop(&q.next)
+	}
+	q.link.Flush()
+	q.stack.Close(&q.link)
+	q.xsk, _ = q.sock.Stats()
+	q.sock.Close()
+}
