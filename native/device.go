@@ -124,7 +124,7 @@ func (d *Device) check() error {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
 	}
 	if nq < c.Queues {
-		return fmt.Errorf("native: %w: %s has %d, %d shards need %d", ErrTooFewQueues, c.Iface, nq, c.Queues, c.Queues)
+		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
 	return kernelFree(c.Addr)
 }

@@ -92,8 +92,8 @@ func (e *echo) PeerClosed(now time.Time) {}
 
 type echoEP struct{}
 
-func (echoEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return &echo{} }
-func (echoEP) Release(netstack.TCPApp, time.Time)               {}
+func (echoEP) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp { return &echo{} }
+func (echoEP) Release(netstack.TCPApp, time.Time)                                   {}
 
 // counter is an App that counts its calls.
 type counter struct{ before, after uint64 }

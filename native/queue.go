@@ -36,7 +36,7 @@ type App interface {
 // QueueStats are a queue's own counters; its stack's and socket's are read
 // from them.
 type QueueStats struct {
-	Wakeups uint64 // epoll events on the socket fd: a sleeping shard woken by received frames
+	Wakeups uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
 }
 
 // Queue is one shard's native stack on its rx queue: the AF_XDP socket, the

@@ -7,10 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"percore/afxdp"
 	"percore/httpd"
+	"percore/native"
 	"percore/netstack"
 	"percore/shard"
 )
@@ -29,12 +27,9 @@ import (
 
 // NativeConfig configures one shard's native stack.
 type NativeConfig struct {
-	Stack netstack.Config    // MAC, address, netmask, gateway; limits
-	MTU   int                // IP MTU of the link; default 1500
-	TCP   netstack.TCPConfig // connection limits and timers (Addr comes from Stack)
-	Ports []uint16           // listen ports
-	Site  *httpd.Site        // shared, read-only
-	Log   io.Writer          // access log (nil: none)
+	Ports []uint16    // listen ports
+	Site  *httpd.Site // shared, read-only
+	Log   io.Writer   // access log (nil: none)
 	// Drain, shared by the shards of one interface, makes them finish a
 	// graceful stop together (see DrainGroup); nil: each shard alone.
 	Drain *DrainGroup
@@ -64,17 +59,14 @@ type NativeStats struct {
 	Timeouts uint64 `stat:"count"` // httpd's header or idle timeout passed (TCP then sends FIN, or RST with data in flight)
 	Forced   uint64 `stat:"count"` // connections aborted at the stop deadline
 	Kicks    uint64 `stat:"count"` // connections woken for a send opportunity outside a segment (the drain)
-	Wakeups  uint64 `stat:"count"` // epoll events on the socket fd (a sleeping shard woken by received frames)
 }
 
-// Native is one shard's native stack. It is owned by the shard: every method
-// runs on the shard's goroutine. The socket is owned by Native from
-// NewNative on and closed by Close.
+// Native is httpd on one shard's native stack. It is owned by the shard:
+// every method runs on the shard's goroutine. The queue is owned by Native
+// from NewNative on and closed by Close.
 type Native struct {
-	sh    *shard.Shard
 	wheel *shard.Wheel
-	sock  *afxdp.Socket
-	link  *netstack.AFXDPLink
+	q     *native.Queue
 	stack *netstack.Stack
 	srv   *httpd.Server
 	ports []uint16
@@ -91,9 +83,8 @@ type Native struct {
 	group   *DrainGroup
 	counted bool        // this shard's drain is counted in group
 	recheck shard.Timer // wakes the loop while waiting for the other shards
-	now     time.Time
+	now     time.Time   // the latest time the shard gave us, for Close
 	stats   NativeStats
-	lastXsk afxdp.Stats // the socket's numbers as it closed, for the final report
 }
 
 // nativeEndpoint is the netstack.TCPEndpoint of one listen port.
@@ -144,44 +135,23 @@ func (c *nativeConn) Closing() bool {
 	return c.hc.Closing() || (c.n.drain && c.hc.Pending() == 0)
 }
 
-// NewNative builds shard sh's native stack around sock (the socket of the
-// shard's queue, already registered with the XDP program; Native owns it from
-// now on, also on error) and registers it with the shard as poller, source,
-// stopper and reporter. Call from the shard's setup, on its thread.
-func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.Time) (_ *Native, err error) {
+// NewNative serves httpd on shard sh's queue q (opened and registered with
+// the shard; Native owns it from now on, also on error): it listens on the
+// ports and registers itself with the shard as stopper and reporter. Call
+// from the shard's setup, on its thread.
+func NewNative(sh *shard.Shard, q *native.Queue, cfg NativeConfig, now time.Time) (_ *Native, err error) {
 	defer func() {
 		if err != nil {
-			sock.Close()
+			q.Close()
 		}
 	}()
 	if len(cfg.Ports) == 0 {
 		return nil, fmt.Errorf("native stack: no listen port")
 	}
-	mtu := cfg.MTU
-	if mtu == 0 {
-		mtu = 1500
-	}
-	link, err := netstack.NewAFXDPLink(sock, mtu, max(cfg.Stack.Batch, 64))
-	if err != nil {
-		return nil, err
-	}
-	st, err := netstack.NewStack(cfg.Stack)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.TCP.MSS == 0 {
-		// MTU-40: TCP fits its options in (the MSS shrinks by the 12
-		// bytes of timestamps, SACK blocks yield to data), so no segment
-		// outgrows the MTU (TestNativeMSSFitsMTU).
-		cfg.TCP.MSS = uint16(mtu - 40)
-	}
-	st.EnableTCP(cfg.TCP)
 	n := &Native{
-		sh:    sh,
 		wheel: sh.Wheel(),
-		sock:  sock,
-		link:  link,
-		stack: st,
+		q:     q,
+		stack: q.Stack(),
 		srv:   httpd.NewServer(cfg.Site, cfg.Log),
 		ports: cfg.Ports,
 		eps:   make([]nativeEndpoint, len(cfg.Ports)),
@@ -190,20 +160,12 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 	}
 	for i, p := range cfg.Ports {
 		n.eps[i] = nativeEndpoint{n: n, port: p}
-		if err := st.ListenTCP(p, &n.eps[i]); err != nil {
+		if err := n.stack.ListenTCP(p, &n.eps[i]); err != nil {
 			return nil, fmt.Errorf("native stack: listen on port %d: %w", p, err)
 		}
 	}
-	// A readable socket (rx ring not empty) wakes a shard sleeping in epoll;
-	// the loop's next iteration polls the rings.
-	src := sh.AddSource(n)
-	if err := sh.AddFD(sock.Fd(), unix.EPOLLIN, src, 0); err != nil {
-		return nil, err
-	}
-	sh.AddPoller(n)
 	sh.AddStopper(n)
 	sh.AddReporter(n)
-	n.next.Init(func(time.Time) {})
 	n.recheck.Init(func(time.Time) {})
 	n.tick.Init(n.onTick)
 	n.srv.Tick(now)
@@ -212,15 +174,13 @@ func NewNative(sh *shard.Shard, sock *afxdp.Socket, cfg NativeConfig, now time.T
 }
 
 func (n *Native) onTick(now time.Time) {
+	n.now = now
 	n.srv.Tick(now)
 	n.wheel.Start(&n.tick, now.Truncate(time.Second).Add(time.Second))
 }
 
 // netstack.Stack returns the shard's userspace stack (for its counters).
 func (n *Native) Stack() *netstack.Stack { return n.stack }
-
-// Socket returns the shard's AF_XDP socket.
-func (n *Native) Socket() *afxdp.Socket { return n.sock }
 
 // Server returns the shard's HTTP responder.
 func (n *Native) Server() *httpd.Server { return n.srv }
@@ -230,34 +190,6 @@ func (n *Native) Open() int { return n.open }
 
 // Stats returns the glue's counters.
 func (n *Native) Stats() NativeStats { return n.stats }
-
-// Events implements shard.Source: the socket fd became readable. Nothing to
-// do here: the loop polls the rings at its next iteration.
-func (n *Native) Events(evs []shard.Event, now time.Time) { n.stats.Wakeups++ }
-
-// Poll implements shard.Poller: the stack runs over the link once (woken
-// connections get their send opportunity there). It reports
-// work when frames moved, frames remain queued, or the kernel still has tx
-// frames to take (copy mode wants a kick while any are outstanding).
-func (n *Native) Poll(now time.Time) bool {
-	if n.closed {
-		return false
-	}
-	n.now = now
-	rx, tx := n.stack.Frames()
-	next := n.stack.Poll(now, n.link)
-	rx2, tx2 := n.stack.Frames()
-	busy := rx2 != rx || tx2 != tx || n.sock.TxOutstanding() > 0
-	switch {
-	case next.IsZero():
-		n.wheel.Stop(&n.next)
-	case !next.After(now):
-		busy = true
-	case !n.next.Armed() || !next.Equal(n.next.When()):
-		n.wheel.Start(&n.next, next)
-	}
-	return busy
-}
 
 // accept gives a connection that completed its handshake an httpd.Conn, or
 // refuses it (nil: TCP answers RST) while draining.
@@ -297,6 +229,7 @@ func (n *Native) release(c *nativeConn, now time.Time) {
 // handshakes in progress, and let every connection finish the responses it
 // has queued and then close with FIN.
 func (n *Native) Drain(now time.Time) {
+	n.now = now
 	n.drain = true
 	for _, p := range n.ports {
 		n.stack.UnlistenTCP(p)
@@ -335,9 +268,8 @@ func (n *Native) Drained() bool {
 	return false
 }
 
-// Close implements shard.Stopper: abort what is left with RST, give every
-// frame back and close the socket (its UMEM is unmapped and it leaves the
-// XSKMAP).
+// Close implements shard.Stopper: abort what is left with RST, then close the
+// queue (every frame back, the socket out of the XSKMAP).
 func (n *Native) Close() {
 	if n.closed {
 		return
@@ -345,16 +277,12 @@ func (n *Native) Close() {
 	for _, c := range n.live {
 		if c.hc != nil {
 			n.stats.Forced++
-			n.stack.AbortTCP(n.now, n.link, c.h) // releases c
+			n.stack.AbortTCP(n.now, n.q.Link(), c.h) // releases c
 		}
 	}
-	n.link.Flush()
 	n.wheel.Stop(&n.tick)
-	n.wheel.Stop(&n.next)
 	n.wheel.Stop(&n.recheck)
 	n.srv.Tick(n.now) // flush the access log
-	n.stack.Close(n.link)
-	n.lastXsk, _ = n.sock.Stats()
-	n.sock.Close()
+	n.q.Close()
 	n.closed = true
 }

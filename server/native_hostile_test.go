@@ -145,7 +145,7 @@ func TestNativeSYNFlood(t *testing.T) {
 	const maxConns, backlog, syns, srcs = 256, 32, 20000, 16
 	nt := startNativeTest(t, 2, smallFiles, "", func(o *Options) {
 		o.Native.MaxConns = maxConns
-		o.Native.TCP = func(c *netstack.TCPConfig) {
+		o.Native.tcp = func(c *netstack.TCPConfig) {
 			c.SynBacklog = backlog
 			c.RTOInitial = 300 * time.Millisecond // half-open entries go after 2.1 s
 			c.SynRetries = 2
@@ -208,7 +208,7 @@ func TestNativeSYNFlood(t *testing.T) {
 func TestNativeVanishedClient(t *testing.T) {
 	nt := startNativeTest(t, 2, smallFiles, "", func(o *Options) {
 		o.IdleTimeout = 2 * time.Second
-		o.Native.TCP = func(c *netstack.TCPConfig) {
+		o.Native.tcp = func(c *netstack.TCPConfig) {
 			c.Retries = 3
 			c.RTOMax = time.Second
 			c.TimeWait = time.Second
@@ -252,7 +252,7 @@ func TestNativeVanishedClient(t *testing.T) {
 func TestNativeCookieSilentClient(t *testing.T) {
 	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) {
 		o.IdleTimeout = 500 * time.Millisecond
-		o.Native.TCP = func(c *netstack.TCPConfig) {
+		o.Native.tcp = func(c *netstack.TCPConfig) {
 			c.SynBacklog = 1
 			c.RTOInitial = 2 * time.Second // the spoofed entry holds the backlog 6 s
 			c.SynRetries = 1

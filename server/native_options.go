@@ -24,7 +24,7 @@ type NativeOptions struct {
 	Frames    int                       // UMEM frames per shard (a power of two)
 	MaxConns  int                       // TCP connections per shard
 	LabPrefix string                    // lab name prefix (tests)
-	TCP       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
+	tcp       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
 	Logf      func(string, ...any)      // the socket's mode line; nil: stderr
 }
 

@@ -12,16 +12,13 @@ import (
 func (n *Native) Report(r *shard.Report) {
 	r.AddKind("native.open", shard.Gauge, uint64(n.open))
 	r.AddFields("native.", n.stats)
+	r.AddFields("native.", n.q.Stats())
 	r.AddFields("ip.", n.stack.Stats())
 	r.AddKind("ip.arp_pending", shard.Gauge, uint64(n.stack.Pending()))
 	r.AddKind("ip.held_tx", shard.Gauge, uint64(n.stack.HeldTx()))
 	r.AddFields("tcp.", n.stack.TCPStats())
 	addHTTP(r, n.srv.Stats())
-	xs := n.lastXsk
-	if !n.closed {
-		xs, _ = n.sock.Stats()
-	}
-	r.AddFields("xsk.", xs)
+	r.AddFields("xsk.", n.q.XSKStats())
 }
 
 // addHTTP adds a shard's HTTP counters to its report, the same names on

@@ -48,7 +48,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		IdleTimeout:   o.IdleTimeout,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--docroot %q: %w", o.Docroot, err)
+		return nil, fmt.Errorf("docroot %q: %w", o.Docroot, err)
 	}
 	if routes != nil {
 		routes(site)
@@ -58,7 +58,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 	if o.AccessLog != "" {
 		f, err := os.OpenFile(o.AccessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("--access-log: %w", err)
+			return nil, fmt.Errorf("access log: %w", err)
 		}
 		s.log, logw = f, f
 	}
@@ -81,7 +81,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		runtime.GOMAXPROCS(len(cpus) + 1)
 	}
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
-	g, err := shard.Start(shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}, func(sh *shard.Shard) error {
+	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
 		taken[sh.ID] = true
 		_, err := NewPosix(sh, fds[sh.ID], PosixConfig{Site: site, Log: logw}, time.Now())
 		return err
@@ -99,6 +99,11 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 	return s.started(o)
 }
 
+// shardConfig is the shards' loop settings from o.
+func shardConfig(o Options, cpus []int) shard.Config {
+	return shard.Config{CPUs: cpus, PollMode: o.PollMode, Spin: o.IdlePoll, StopTimeout: o.StopTimeout}
+}
+
 // started runs once the shards are up: the Prometheus endpoint, and the
 // goroutine that releases everything when the shards have exited.
 func (s *Server) started(o Options) (*Server, error) {
@@ -108,7 +113,7 @@ func (s *Server) started(o Options) (*Server, error) {
 			s.group.Stop()
 			s.group.Wait()
 			s.release()
-			return nil, fmt.Errorf("--prometheus-port: %w", err)
+			return nil, fmt.Errorf("prometheus endpoint: %w", err)
 		}
 		s.metrics, s.Metrics = m, m.Addr
 	}
@@ -167,6 +172,7 @@ func Main(name string, args []string, stderr io.Writer, sig <-chan os.Signal, ro
 	}
 	s, err := Start(o, routes)
 	if err != nil {
+		err = withHint(err, o)
 		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
 		return 2
 	}
