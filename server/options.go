@@ -1,6 +1,3 @@
-// Package server is the httpd command's logic: flag parsing and validation, and
-// wiring shards, the chosen network stack and the HTTP responder together. The
-// command's main only calls Main, so tests reach everything here.
 package server
 
 import (
