@@ -21,7 +21,7 @@ import (
 type Config struct {
 	Iface   string     // the interface whose rx queues the shards own (shard i, queue i)
 	Netns   string     // named network namespace of Iface ["": the process's]
-	Addr    netip.Addr // our IPv4 address; no kernel interface may hold it
+	Addr    netip.Addr // our IPv4 address (a client's: one no kernel interface holds)
 	Netmask netip.Addr // [255.255.255.0]
 	Gateway netip.Addr // next hop to off-link peers [none]
 	MTU     int        // the largest IP MTU to use, lowered to the interface's [1500]
@@ -126,7 +126,10 @@ func (d *Device) check() error {
 	if nq < c.Queues {
 		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
-	return kernelFree(c.Addr)
+	if c.PortLo != 0 {
+		return kernelFree(c.Addr)
+	}
+	return nil
 }
 
 // attach loads the program and attaches it; it runs in the interface's
@@ -155,8 +158,11 @@ func (d *Device) attach() error {
 	return d.prog.Attach(c.Iface, c.XDPMode)
 }
 
-// kernelFree refuses an address a kernel interface holds: the program would
-// take its ARP (and its TCP on our ports) away from the kernel.
+// kernelFree refuses a client an address a kernel interface holds: the
+// program would take the address's ARP, and the replies to the kernel's own
+// connections from ports in the client's range, away from the kernel. A
+// server may share its address with the kernel (the kernel keeps its other
+// ports; the benchmark lab serves both stacks on one address).
 func kernelFree(a netip.Addr) error {
 	ifs, err := net.Interfaces()
 	if err != nil {

@@ -49,6 +49,7 @@ func TestOpenChecks(t *testing.T) {
 		{"no namespace", func(c *Config) { c.Netns = "nosuch-netns" }, ErrNoNetns},
 		{"kernel address", func(c *Config) {
 			c.Iface, c.Netns, c.Addr = pair.ClientIf, pair.ClientNS.Name, pair.ClientIP
+			c.PortLo, c.PortHi = 40000, 40999
 		}, ErrKernelAddr},
 		{"too few queues", func(c *Config) { c.Queues = 2 }, ErrTooFewQueues},
 		{"small MTU", func(c *Config) { c.MTU = 500 }, ErrMTU},
