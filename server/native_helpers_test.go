@@ -10,8 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"percore/afxdp"
+	"percore/internal/testutil"
 	"percore/lab"
 	"percore/shard"
 )
@@ -26,9 +25,7 @@ import (
 // requireNative skips unless the test can build labs and open AF_XDP sockets.
 func requireNative(t *testing.T) {
 	t.Helper()
-	if err := afxdp.Supported(); err != nil {
-		t.Skip(err)
-	}
+	testutil.SkipUnless(t, afxdp.Supported())
 }
 
 // nativeTest is an in-process httpd on the native stack over its own lab.
@@ -54,20 +51,20 @@ var smallFiles = []docrootFile{{"b1.bin", 1}, {"k1.bin", 1 << 10}, {"m1.bin", 1 
 // returns it with each file's sha256.
 func makeDocroot(t *testing.T, files []docrootFile) (string, map[string]string) {
 	t.Helper()
-	dir := t.TempDir()
+	tree := map[string][]byte{}
 	sums := map[string]string{}
 	rng := rand.NewChaCha8([32]byte{'p', 'e', 'r', 'c', 'o', 'r', 'e'})
 	for _, f := range files {
 		b := make([]byte, f.size)
 		rng.Read(b)
-		must(t, os.WriteFile(filepath.Join(dir, f.name), b, 0o644))
+		tree[f.name] = b
 		h := sha256.Sum256(b)
 		sums[f.name] = hex.EncodeToString(h[:])
 	}
 	for i := 0; i < 10; i++ {
-		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
+		tree[fmt.Sprintf("f%d.txt", i)] = []byte(fmt.Sprintf("file %d\n", i))
 	}
-	return dir, sums
+	return testutil.WriteTree(t, tree), sums
 }
 
 // startNativeTest starts httpd --network-stack native --lab --smp smp (with the
