@@ -51,6 +51,7 @@
 package percore
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -141,6 +142,9 @@ func ParseFlags(args []string) (Options, error) { return server.ParseFlags(args,
 // Start starts the shards with o and returns once they serve (or with the
 // reason they cannot: one line naming cause and fix).
 func (s *Server) Start(o Options) error {
+	if s.running != nil {
+		return errors.New("percore: server already started")
+	}
 	r, err := server.Start(o, s.register)
 	if err != nil {
 		return err
@@ -151,17 +155,39 @@ func (s *Server) Start(o Options) error {
 
 // Addr is the address the server listens on (the real port when Options.Port
 // is 0); valid after Start.
-func (s *Server) Addr() netip.AddrPort { return s.running.Addr }
+func (s *Server) Addr() netip.AddrPort {
+	if s.running == nil {
+		return netip.AddrPort{}
+	}
+	return s.running.Addr
+}
 
 // Stop begins a graceful stop: stop accepting, finish the responses in
 // flight, close (connections still open at Options.StopTimeout are cut).
-func (s *Server) Stop() { s.running.Stop() }
+func (s *Server) Stop() {
+	if s.running != nil {
+		s.running.Stop()
+	}
+}
 
-// Done is closed once every shard has exited and everything is released.
-func (s *Server) Done() <-chan struct{} { return s.running.Done() }
+// Done is closed once every shard has exited and everything is released (at
+// once for a server that never started).
+func (s *Server) Done() <-chan struct{} {
+	if s.running == nil {
+		return closed
+	}
+	return s.running.Done()
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Stats returns each running shard's counters, asked of the shard by message.
-func (s *Server) Stats() []Report { return s.running.Stats() }
+func (s *Server) Stats() []Report {
+	if s.running == nil {
+		return nil
+	}
+	return s.running.Stats()
+}
 
 // Merge sums the shards' reports into one, counter by name.
 func Merge(rs []Report) Report { return shard.Merge(rs) }

@@ -153,3 +153,18 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("bad port: %v", err)
 	}
 }
+
+// A server that never started answers its control calls without panicking,
+// and a second Start is refused.
+func TestServerLifecycle(t *testing.T) {
+	s := percore.New()
+	s.Stop()
+	<-s.Done()
+	if s.Addr().IsValid() || s.Stats() != nil {
+		t.Fatal("unstarted server has an address or stats")
+	}
+	start(t, s)
+	if err := s.Start(percore.DefaultOptions()); err == nil {
+		t.Fatal("second Start accepted")
+	}
+}
