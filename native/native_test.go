@@ -223,3 +223,10 @@ func waitReport(t *testing.T, g *shard.Group, what string, ok func(shard.Report)
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// The queue's counters declare their kind.
+func TestQueueStatsDeclareKind(t *testing.T) {
+	if err := shard.CheckFields(QueueStats{}); err != nil {
+		t.Fatal(err)
+	}
+}
