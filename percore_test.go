@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"percore/internal/testutil"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"percore"
 )
@@ -79,47 +78,10 @@ func TestSimpleHandlerNoAllocs(t *testing.T) {
 		w.Write(r.Query)
 		w.WriteString(" hi\n")
 	})
-	base := start(t, s)
-	addr := strings.TrimPrefix(base, "http://")
-	var ip [4]byte
-	var port int
-	fmt.Sscanf(addr, "%d.%d.%d.%d:%d", &ip[0], &ip[1], &ip[2], &ip[3], &port)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: ip}); err != nil {
-		t.Fatal(err)
-	}
-	req := []byte("GET /hi?x HTTP/1.1\r\nHost: x\r\n\r\n")
-	buf := make([]byte, 4096)
-	unix.Write(fd, req)
-	respLen, err := unix.Read(fd, buf)
-	if err != nil || !bytes.HasSuffix(buf[:respLen], []byte("\r\n\r\nx hi\n")) {
-		t.Fatalf("first response %q %v", buf[:max(respLen, 0)], err)
-	}
-	var failed error
-	roundTrip := func() {
-		if _, err := unix.Write(fd, req); err != nil {
-			failed = err
-			return
-		}
-		for got := 0; got < respLen; {
-			n, err := unix.Read(fd, buf[got:])
-			if err != nil || n == 0 {
-				failed = fmt.Errorf("read %d: %v", n, err)
-				return
-			}
-			got += n
-		}
-	}
-	for range 200 {
-		roundTrip()
-	}
-	allocs := testing.AllocsPerRun(500, roundTrip)
-	if failed != nil {
-		t.Fatal(failed)
+	start(t, s)
+	allocs, first := testutil.ServeAllocs(t, s.Addr(), []byte("GET /hi?x HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if !bytes.HasSuffix(first, []byte("\r\n\r\nx hi\n")) {
+		t.Fatalf("first response %q", first)
 	}
 	if allocs != 0 {
 		t.Fatalf("%.2f allocations per request", allocs)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"percore/httpd"
+	"percore/internal/testutil"
 	"percore/shard"
 )
 
@@ -47,59 +48,15 @@ func startPosix(t *testing.T, cfg httpd.Config) (*shard.Group, netip.AddrPort) {
 
 func counter(g *shard.Group, name string) uint64 { return shard.Merge(g.Stats()).Get(name) }
 
-// rawConn is a blocking client socket driven by plain syscalls, so that a
-// request/response round trip allocates nothing on the client side either.
-func rawConn(t *testing.T, addr netip.AddrPort) int {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	tv := unix.Timeval{Sec: 10}
-	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
-		t.Fatal(err)
-	}
-	return fd
-}
-
 // TestPosixServeNoAllocs proves the steady-state serve loop (epoll wakeup,
 // read, parse, respond, writev) allocates nothing: AllocsPerRun counts the
 // whole process's allocations, the shard's included, around keep-alive round
 // trips.
 func TestPosixServeNoAllocs(t *testing.T) {
 	g, addr := startPosix(t, httpd.Config{})
-	fd := rawConn(t, addr)
-	req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	buf := make([]byte, 64<<10)
-	// The first response tells how many bytes one response has.
-	unix.Write(fd, req)
-	respLen, err := unix.Read(fd, buf)
-	if err != nil || !bytes.HasPrefix(buf[:respLen], []byte("HTTP/1.1 200")) {
-		t.Fatalf("first response: %q %v", buf[:max(respLen, 0)], err)
-	}
-	var failed error
-	roundTrip := func() {
-		if _, err := unix.Write(fd, req); err != nil {
-			failed = err
-			return
-		}
-		for got := 0; got < respLen; {
-			n, err := unix.Read(fd, buf[got:])
-			if err != nil || n == 0 {
-				failed = fmt.Errorf("read: %d %v", n, err)
-				return
-			}
-			got += n
-		}
-	}
-	for i := 0; i < 200; i++ { // warm the pools and buffers
-		roundTrip()
-	}
-	allocs := testing.AllocsPerRun(500, roundTrip)
-	if failed != nil {
-		t.Fatal(failed)
+	allocs, first := testutil.ServeAllocs(t, addr, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if !bytes.HasPrefix(first, []byte("HTTP/1.1 200")) {
+		t.Fatalf("first response: %q", first)
 	}
 	if allocs != 0 {
 		t.Fatalf("%.2f allocations per request", allocs)

@@ -5,11 +5,14 @@
 package testutil
 
 import (
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/gopacket"
+	"golang.org/x/sys/unix"
 )
 
 // NeedRoot skips t when the process is not root, giving why root is needed
@@ -61,4 +64,58 @@ func WriteTree(t testing.TB, files map[string][]byte) string {
 		Must(t, os.WriteFile(p, body, 0o644))
 	}
 	return dir
+}
+
+// RawConn is a blocking TCP client socket to addr (IPv4) driven by plain
+// syscalls, so that a request/response round trip allocates nothing on the
+// client side either; reads time out after 10 s. t.Cleanup closes it.
+func RawConn(t testing.TB, addr netip.AddrPort) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	Must(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	tv := unix.Timeval{Sec: 10}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	Must(t, unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}))
+	return fd
+}
+
+// ServeAllocs measures the allocations per keep-alive round trip of req to
+// the server at addr, in the whole process (AllocsPerRun counts every
+// goroutine's, the server's shards included): the first response sets the
+// length to read back, 200 round trips warm the pools, 500 are measured. It
+// returns the first response too.
+func ServeAllocs(t testing.TB, addr netip.AddrPort, req []byte) (allocs float64, first []byte) {
+	t.Helper()
+	fd := RawConn(t, addr)
+	buf := make([]byte, 64<<10)
+	unix.Write(fd, req)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n <= 0 {
+		t.Fatalf("first response: %d bytes, %v", n, err)
+	}
+	first = append([]byte(nil), buf[:n]...)
+	var failed error
+	roundTrip := func() {
+		if _, err := unix.Write(fd, req); err != nil {
+			failed = err
+			return
+		}
+		for got := 0; got < len(first); {
+			k, err := unix.Read(fd, buf[got:])
+			if err != nil || k == 0 {
+				failed = fmt.Errorf("read: %d %v", k, err)
+				return
+			}
+			got += k
+		}
+	}
+	for range 200 {
+		roundTrip()
+	}
+	allocs = testing.AllocsPerRun(500, roundTrip)
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	return allocs, first
 }
