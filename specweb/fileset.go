@@ -2,6 +2,7 @@ package specweb
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -98,21 +99,29 @@ func AppendFile(b []byte, dir, class, num int) []byte {
 	start := len(b)
 	size := FileSize(class, num)
 	b = header(b, dir, class, num)
+	h := len(b) - start
+	b = slices.Grow(b, size-h)[:start+size]
+	f := b[start:]
 	x := uint64(dir)<<8 | uint64(class)<<4 | uint64(num) + 0x9e3779b97f4a7c15
-	for len(b)-start < size {
+	for i := h; i < size; i += 8 {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
-		for k := 0; k < 8 && len(b)-start < size; k++ {
-			if (len(b)-start)%64 == 63 {
-				b = append(b, '\n')
-			} else {
-				b = append(b, filler[(x>>(8*k))&63])
-			}
+		if i+8 <= size {
+			g := f[i : i+8 : i+8]
+			g[0], g[1], g[2], g[3] = filler[x&63], filler[x>>8&63], filler[x>>16&63], filler[x>>24&63]
+			g[4], g[5], g[6], g[7] = filler[x>>32&63], filler[x>>40&63], filler[x>>48&63], filler[x>>56&63]
+			continue
+		}
+		for k, j := 0, i; j < size; k, j = k+1, j+1 {
+			f[j] = filler[(x>>(8*k))&63]
 		}
 	}
-	f := b[start:]
-	h := len(header(nil, dir, class, num))
+	for j := 63; j < size; j += 64 {
+		if j >= h {
+			f[j] = '\n'
+		}
+	}
 	n := Tags(class, num)
 	for k := range n {
 		at := h + k*((size-h)/n)
