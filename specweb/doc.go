@@ -46,6 +46,7 @@
 // from one atomic counter and writes it into its own fixed slot; a record is
 // published by a per-slot flag once whole. Readers take the prefix of
 // published records, so the log is one order (the sequence), no record is torn
-// or lost, and no shard ever waits for another. The log lives in memory in
-// this phase; Fetch returns it and Reset starts a new one.
+// or lost, and no shard ever waits for another. Fetch returns it, Reset
+// starts a new one, and Persist copies it to a file from a goroutine of its
+// own.
 package specweb

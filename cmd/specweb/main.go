@@ -16,9 +16,11 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"percore"
 	"percore/specweb"
@@ -26,7 +28,7 @@ import (
 
 const usage = `usage:
   specweb gen --conns C --dir D [--seed N] [--users U]
-  specweb serve --dir D [--seed N] [--command-from ADDR,...] [httpd flags: --port, --smp, --network-stack ...]
+  specweb serve --dir D [--seed N] [--command-from ADDR,...] [--post-log FILE] [httpd flags: --port, --smp, --network-stack ...]
 `
 
 func main() {
@@ -90,12 +92,13 @@ func gen(args []string, stderr io.Writer) int {
 func size(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(netip.AddrPort)) int {
-	mine, rest := splitFlags(args, "dir", "seed", "command-from")
+	mine, rest := splitFlags(args, "dir", "seed", "command-from", "post-log")
 	fs := flag.NewFlagSet("specweb serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "the file set's directory (specweb gen --dir); also the docroot")
 	seed := fs.Uint64("seed", 1, "seed ?command/Reset draws User.Personality and Custom.Ads from")
 	from := fs.String("command-from", "127.0.0.1,::1", "client addresses allowed ?command/Reset and ?command/Fetch, a comma list")
+	postLog := fs.String("post-log", "", "file the post log is copied to every second and at stop (default: .post.log in --dir; \"-\": none)")
 	if err := fs.Parse(mine); err != nil {
 		return 2
 	}
@@ -127,11 +130,30 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		return 2
 	}
 	o.Docroot = *dir
+	var logFile *os.File
+	if *postLog == "" {
+		*postLog = filepath.Join(*dir, ".post.log") // a dotfile: the static path does not serve it
+	}
+	if *postLog != "-" {
+		if logFile, err = os.Create(*postLog); err != nil {
+			fmt.Fprintf(stderr, "specweb serve: %v (--post-log names another file, - none)\n", err)
+			return 2
+		}
+	}
 	s := percore.New()
 	app.Register(s)
 	if err := s.Start(o); err != nil {
 		fmt.Fprintf(stderr, "specweb serve: %v\n", err)
+		if logFile != nil {
+			logFile.Close()
+		}
 		return 2
+	}
+	stopLog, logDone := make(chan struct{}), make(chan error, 1)
+	if logFile != nil {
+		go func() { logDone <- app.Persist(logFile, time.Second, stopLog) }()
+	} else {
+		logDone <- nil
 	}
 	fmt.Fprintf(stderr, "specweb serve: %d directories from %s on http://%s/\n", app.Dirs(), *dir, s.Addr())
 	if started != nil {
@@ -142,6 +164,11 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		s.Stop()
 		<-s.Done()
 	case <-s.Done():
+	}
+	close(stopLog) // every handler has returned: the last copy is complete
+	if err := <-logDone; err != nil {
+		fmt.Fprintf(stderr, "specweb serve: %v\n", err)
+		return 1
 	}
 	return 0
 }

@@ -149,10 +149,20 @@ func TestEndToEnd(t *testing.T) {
 	}
 	resp, body = do(client, "GET", "/specweb99-fcgi.pl?/file_set/dir00003/class1_2", "my_cookie=user_id=10049&last_ad=5", "")
 	expect(resp, body, 200, "ad rotation for a user Reset added")
+	resp, body = do(client, "POST", "/specweb99-fcgi.pl", "my_cookie=user_id=10049&last_ad=5",
+		"urlroot=/file_set/&dir=00025&class=3&num=8&client=9")
+	expect(resp, body, 200, "POST after Reset")
+	resp, body = do(client, "GET", "/.post.log", "", "")
+	expect(resp, body, 404, "the post log's copy through the static path")
 
 	sig <- syscall.SIGTERM
 	if c := <-code; c != 0 {
 		t.Fatalf("serve: exit %d: %s", c, stderr.String())
+	}
+	// Stopped: the copy on disk holds the log since the Reset.
+	saved, err := os.ReadFile(filepath.Join(root, ".post.log"))
+	if f := strings.Fields(string(saved)); err != nil || len(saved) != specweb.RecordLen || f[0] != "0" || f[8] != "/file_set/dir00025/class3_8" {
+		t.Fatalf(".post.log after stop: %v %q", err, saved)
 	}
 }
 
