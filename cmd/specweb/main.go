@@ -130,6 +130,9 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		return 2
 	}
 	o.Docroot = *dir
+	if o.Native.Logf == nil {
+		o.Native.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "specweb serve: "+f+"\n", a...) }
+	}
 	var logFile *os.File
 	if *postLog == "" {
 		*postLog = filepath.Join(*dir, ".post.log") // a dotfile: the static path does not serve it
@@ -155,22 +158,34 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 	} else {
 		logDone <- nil
 	}
-	fmt.Fprintf(stderr, "specweb serve: %d directories from %s on http://%s/\n", app.Dirs(), *dir, s.Addr())
+	fmt.Fprintf(stderr, "specweb serve: %d directories from %s on http://%s/ (%s stack)\n", app.Dirs(), *dir, s.Addr(), o.NetworkStack)
 	if started != nil {
 		started(s.Addr())
 	}
+	stopStats := make(chan struct{})
+	if o.StatsInterval > 0 {
+		go printStats(stderr, s, o.StatsInterval, stopStats)
+	}
 	select {
 	case <-sig:
-		s.Stop()
-		<-s.Done()
 	case <-s.Done():
 	}
-	close(stopLog) // every handler has returned: the last copy is complete
+	close(stopStats)
+	s.Stop()
+	// Shards force-close at the stop timeout; a second signal cuts it short.
+	code := 0
+	select {
+	case <-s.Done(): // every handler has returned: the last copy is complete
+	case <-sig:
+		fmt.Fprintf(stderr, "specweb serve: second signal: exiting without finishing\n")
+		code = 1
+	}
+	close(stopLog)
 	if err := <-logDone; err != nil {
 		fmt.Fprintf(stderr, "specweb serve: %v\n", err)
-		return 1
+		code = 1
 	}
-	return 0
+	return code
 }
 
 // splitFlags separates the flags named in ours ("-name v", "--name v",
@@ -190,4 +205,21 @@ func splitFlags(args []string, ours ...string) (mine, rest []string) {
 		}
 	}
 	return mine, rest
+}
+
+// printStats prints the requests served per second every interval.
+func printStats(stderr io.Writer, s *percore.Server, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	prev, at := percore.Merge(s.Stats()).Get("http.requests"), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			cur := percore.Merge(s.Stats()).Get("http.requests")
+			fmt.Fprintf(stderr, "specweb serve: %.0f requests/s\n", float64(cur-prev)/now.Sub(at).Seconds())
+			prev, at = cur, now
+		}
+	}
 }
