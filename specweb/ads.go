@@ -151,12 +151,12 @@ func ParseTables(personality, ads []byte) (*Tables, error) {
 		id, err1 := strconv.Atoi(string(f[0]))
 		demo, err2 := strconv.ParseUint(string(f[1]), 16, 32)
 		w, err3 := strconv.ParseUint(string(f[2]), 16, 20)
-		min, err4 := strconv.Atoi(string(f[3]))
+		minMatch, err4 := strconv.Atoi(string(f[3]))
 		exp, err5 := strconv.ParseInt(string(f[4]), 10, 64)
 		if errors.Join(err1, err2, err3, err4, err5) != nil || id != i {
 			return nil, bad
 		}
-		a := Ad{ID: id, Demo: uint32(demo), MinMatch: min, Expiry: exp}
+		a := Ad{ID: id, Demo: uint32(demo), MinMatch: minMatch, Expiry: exp}
 		for k := range a.Weights {
 			a.Weights[k] = uint8(w >> (4 * (4 - k)) & 15)
 		}

@@ -138,22 +138,23 @@ func (a *App) Register(s *percore.Server) {
 }
 
 // file parses "/file_set/dirNNNNN/classC_Y" and returns that file.
-func (a *App) file(p []byte) (f *fileData, dir, class, num int, ok bool) {
+func (a *App) file(p []byte) (*fileData, bool) {
 	rest, ok := bytes.CutPrefix(p, []byte("/file_set/dir"))
 	if !ok || len(rest) != len("00000/class0_0") || string(rest[5:11]) != "/class" || rest[12] != '_' {
-		return nil, 0, 0, 0, false
+		return nil, false
 	}
+	dir := 0
 	for _, b := range rest[:5] {
 		if b < '0' || b > '9' {
-			return nil, 0, 0, 0, false
+			return nil, false
 		}
 		dir = dir*10 + int(b-'0')
 	}
-	class, num = int(rest[11]-'0'), int(rest[13]-'0')
+	class, num := int(rest[11])-'0', int(rest[13])-'0'
 	if dir >= a.dirs || class < 0 || class >= Classes || num < 0 || num >= FilesPerDir {
-		return nil, 0, 0, 0, false
+		return nil, false
 	}
-	return &a.files[class*FilesPerDir+num][dir], dir, class, num, true
+	return &a.files[class*FilesPerDir+num][dir], true
 }
 
 // get serves the dynamic GETs: a command, a standard dynamic GET, or with a
@@ -163,7 +164,7 @@ func (a *App) get(w *percore.ResponseWriter, r *percore.Request) {
 		a.command(w, r, cmd)
 		return
 	}
-	f, _, _, _, ok := a.file(r.Query)
+	f, ok := a.file(r.Query)
 	if !ok {
 		fail(w, 404, "specweb: want ?/file_set/dirNNNNN/classC_Y of a file in the set")
 		return
@@ -284,24 +285,24 @@ func parsePostBody(b []byte) (p Post, ok bool) {
 		if !found {
 			return p, false
 		}
-		var slot, max int
+		var slot, limit int
 		var dst *int
 		switch string(k) {
 		case "urlroot":
 			continue
 		case "dir":
-			slot, dst, max = 0, &p.Dir, 99999
+			slot, dst, limit = 0, &p.Dir, 99999
 		case "class":
-			slot, dst, max = 1, &p.Class, Classes-1
+			slot, dst, limit = 1, &p.Class, Classes-1
 		case "num":
-			slot, dst, max = 2, &p.Num, FilesPerDir-1
+			slot, dst, limit = 2, &p.Num, FilesPerDir-1
 		case "client":
-			slot, dst, max = 3, &p.Client, 999999999
+			slot, dst, limit = 3, &p.Client, 999999999
 		default:
 			return p, false
 		}
 		n, rest, ok := field(v, "", 0)
-		if !ok || len(rest) != 0 || n > max || seen[slot] {
+		if !ok || len(rest) != 0 || n > limit || seen[slot] {
 			return p, false
 		}
 		seen[slot], *dst = true, n
