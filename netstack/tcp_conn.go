@@ -84,6 +84,7 @@ type tcpConn struct {
 	irs, rcvNxt seqnum
 	appSeq      seqnum // first byte not yet fed to the app; rcvNxt-appSeq bytes are held in rb
 	rcvAdv      seqnum // right edge of the window last advertised
+	lastAck     seqnum // Last.ACK.sent (RFC 7323 §4.3): the ACK field of the last segment sent
 	rcvFin      seqnum
 	tsRecent    uint32
 	tsOff       uint32

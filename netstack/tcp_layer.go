@@ -155,12 +155,15 @@ type TCPStats struct {
 	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
 	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
 	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
+	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
 
 	PassiveOpens, ActiveOpens uint64 `stat:"count"`
 	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
 	SynCookiesSent            uint64 `stat:"count"`
 	SynCookiesOK              uint64 `stat:"count"`
 	SynCookiesBad             uint64 `stat:"count"` // ACK to a listener with no valid cookie: RST
+	SynCookiesNoOverflow      uint64 `stat:"count"` // ACK to a listener while no cookie can be valid (no recent backlog overflow): RST
+	MSSClamped                uint64 `stat:"count"` // peer MSS option below tcpMinSndMSS, raised to it
 	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
 	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 
@@ -171,16 +174,19 @@ type TCPStats struct {
 	AckTooNew      uint64 `stat:"count"` // ACK for data not sent: ACK back, drop
 	AckTooOld      uint64 `stat:"count"` // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
 	ResetsIn       uint64 `stat:"count"` // acceptable RSTs that closed a connection
+	TimeWaitRST    uint64 `stat:"drop"`  // RSTs in TIME-WAIT, ignored (RFC 1337)
 	ResetsOut      uint64 `stat:"count"`
 	PAWSDrop       uint64 `stat:"drop"`  // RFC 7323 PAWS rejected
 	DisorderedAcks uint64 `stat:"count"` // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
 	NoAckDrop      uint64 `stat:"drop"`  // segment without ACK in a synchronized state
 
-	OOOSegs      uint64 `stat:"count"` // out-of-order segments queued
-	OOODrop      uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty  uint64 `stat:"count"` // bytes refused because the buffer pool was empty
-	DupSegs      uint64 `stat:"count"` // segments entirely duplicate
-	AfterFinDrop uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
+	OOOSegs         uint64 `stat:"count"` // out-of-order segments queued
+	OOODrop         uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
+	OOOFull         uint64 `stat:"count"` // of OOODrop: the range table was full and the segment joined no range
+	FinBeyondWindow uint64 `stat:"drop"`  // FINs of segments trimmed at the window's right edge, not taken
+	RcvBufEmpty     uint64 `stat:"count"` // bytes refused because the buffer pool was empty
+	DupSegs         uint64 `stat:"count"` // segments entirely duplicate
+	AfterFinDrop    uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
 	RTOTimeouts      uint64 `stat:"count"`
 	RTOAborts        uint64 `stat:"count"` // Retries exhausted: RST
@@ -189,6 +195,7 @@ type TCPStats struct {
 	TailLossProbes   uint64 `stat:"count"` // RFC 8985 probes sent
 	RecoveryProbes   uint64 `stat:"count"` // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
 	SACKSkipped      uint64 `stat:"count"` // bytes not retransmitted because SACKed
+	SACKCleared      uint64 `stat:"count"` // RTOs that cleared a SACK scoreboard (RFC 6675 §5.1)
 	PersistProbes    uint64 `stat:"count"`
 	KeepProbes       uint64 `stat:"count"`
 	KeepAborts       uint64 `stat:"count"`
@@ -232,6 +239,8 @@ type tcpLayer struct {
 	rbufsMade int
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
+
+	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
 
 	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
 	challengeSec   int64

@@ -74,6 +74,7 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	l.sink.tcpSend(hl + n)
 	l.stats.OutSegs++
 	if f.Flags&TCPFlagACK != 0 {
+		c.lastAck = c.rcvNxt
 		c.ackNow = false
 		c.ackAt = 0
 		c.segsUnacked = 0
