@@ -104,6 +104,8 @@ type tcpConn struct {
 	// earliest, the key of the timer heap.
 	rtxAt, ackAt, kaAt, appAt, deadline int64
 	oowAckAt                            int64 // last ACK for an unacceptable segment without data
+	challengeAt                         int64 // start of the current second of challenge ACKs
+	challengeLeft                       uint16
 
 	app      TCPApp
 	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one

@@ -242,14 +242,26 @@ type tcpLayer struct {
 
 	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
 
-	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
-	challengeSec   int64
-	challengeCount int
+	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 
 	stats TCPStats
 }
 
-const tcpChallengeLimit = 1000
+// tcpChallengeLimit is the mean number of challenge ACKs one connection
+// sends per second (RFC 5961 §7). The limit is per connection and each
+// second's budget is drawn at random in [limit/2, 3*limit/2): a counter
+// shared by all connections, or a fixed one, lets an off-path attacker
+// count a victim connection's challenge ACKs in its own (CVE-2016-5696).
+const tcpChallengeLimit = 10
+
+// random returns a pseudo-random number (xorshift64*), for what only needs
+// to be unpredictable to a peer that cannot see the seed.
+func (l *tcpLayer) random() uint32 {
+	l.rnd ^= l.rnd >> 12
+	l.rnd ^= l.rnd << 25
+	l.rnd ^= l.rnd >> 27
+	return uint32((l.rnd * 2685821657736338717) >> 32)
+}
 
 // Errors of the setup and active-open API.
 var (
@@ -272,6 +284,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 	if !now.IsZero() {
 		l.setNow(now)
 	}
+	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
 	return l

@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // Segment output. Every segment of a connection goes through emit, which
 // fills the ACK, window, timestamp and SACK fields from the TCB, copies the
 // payload once from the app's output slices into the tx buffer and
@@ -169,17 +171,18 @@ func (l *tcpLayer) sendProbe(c *tcpConn) {
 	l.emit(c, &f, nil, 0, 0)
 }
 
-// challengeAck sends an RFC 5961 challenge ACK, at most tcpChallengeLimit
-// per second per shard (RFC 5961 §7).
+// challengeAck sends an RFC 5961 challenge ACK, within the connection's
+// randomised budget for the current second (RFC 5961 §7, tcpChallengeLimit).
 func (l *tcpLayer) challengeAck(c *tcpConn) {
-	if sec := l.now / 1e9; sec != l.challengeSec {
-		l.challengeSec, l.challengeCount = sec, 0
+	if c.challengeAt == 0 || l.now-c.challengeAt >= int64(time.Second) {
+		c.challengeAt = l.now
+		c.challengeLeft = uint16(tcpChallengeLimit/2 + l.random()%tcpChallengeLimit)
 	}
-	if l.challengeCount >= tcpChallengeLimit {
+	if c.challengeLeft == 0 {
 		l.stats.ChallengeLimit++
 		return
 	}
-	l.challengeCount++
+	c.challengeLeft--
 	l.stats.ChallengeACKs++
 	l.sendAck(c)
 }
