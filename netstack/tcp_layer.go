@@ -234,6 +234,7 @@ type tcpLayer struct {
 	free      []*tcpConn
 	gen       int32       // generation of the last conn handed out (TCPHandle)
 	woken     []TCPHandle // conns to run output for at the next poll
+	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpHeap
 	rbufs     [][]byte // free receive buffers
 	rbufsMade int
@@ -433,22 +434,26 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 	l.noConn(k, &f, t.Payload())
 }
 
-// poll runs the timers that are due and returns the next deadline (zero when
-// no timer is armed).
+// poll runs woken connections and the timers that are due, and returns the
+// next deadline: now when a send found no tx frame and waits for the next
+// poll, zero when nothing is armed.
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
-	for len(l.timers.h) > 0 {
+	for len(l.timers.h) > 0 && l.timers.h[0].deadline <= l.now {
 		c := l.timers.h[0]
-		if c.deadline > l.now {
-			return l.epoch.Add(time.Duration(c.deadline))
-		}
 		l.fire(c)
 		if c.state != tcpClosed {
 			l.schedule(c)
 		}
+	}
+	switch {
+	case len(l.woken) > 0:
+		return now
+	case len(l.timers.h) > 0:
+		return l.epoch.Add(time.Duration(l.timers.h[0].deadline))
 	}
 	return time.Time{}
 }
@@ -494,9 +499,13 @@ func (l *tcpLayer) wake(h TCPHandle) {
 	l.woken = append(l.woken, h)
 }
 
-// runWoken sends what woken connections have to send.
+// runWoken sends what woken connections have to send. A connection whose
+// send finds no tx frame wakes itself again, into a fresh list for the
+// next poll.
 func (l *tcpLayer) runWoken() {
-	for _, h := range l.woken {
+	woken := l.woken
+	l.woken = l.wokenNext[:0]
+	for _, h := range woken {
 		c := l.conns[h.id]
 		if c.gen != h.gen || c.state == tcpClosed {
 			continue
@@ -507,6 +516,6 @@ func (l *tcpLayer) runWoken() {
 			l.schedule(c)
 		}
 	}
-	clear(l.woken)
-	l.woken = l.woken[:0]
+	clear(woken)
+	l.wokenNext = woken[:0]
 }

@@ -68,6 +68,7 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	b := l.sink.tcpBuf(c.key.raddr, c.key.laddr, hl+n)
 	if b == nil {
 		l.stats.TxNoBuf++
+		l.txRetry(c)
 		return false
 	}
 	f.Encode(b)
@@ -374,6 +375,16 @@ func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
 		}
 	}
 	return n
+}
+
+// txRetry queues c to run its output again at the next poll, after a
+// segment found no tx frame: the link frees frames as the NIC completes
+// sends, long before an RTO.
+func (l *tcpLayer) txRetry(c *tcpConn) {
+	if !c.woken {
+		l.stats.TxRetries++
+		l.wake(TCPHandle{id: c.id, gen: c.gen})
+	}
 }
 
 // txFailed makes sure a segment that found no tx frame is tried again: the
