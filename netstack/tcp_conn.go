@@ -25,8 +25,15 @@ func (s tcpState) String() string { return tcpStateNames[s] }
 type tcpRange struct{ l, r seqnum }
 
 const (
-	tcpMaxOOO    = 4 // out-of-order ranges held per connection
 	tcpMaxSacked = 4 // peer's SACKed ranges remembered per connection
+	tcpSACKHist  = 4 // out-of-order ranges remembered in order of arrival, for SACK blocks
+
+	// tcpOOOBytesPerRange sizes the table of out-of-order ranges that comes
+	// with a receive buffer: one range per this many bytes of buffer. A
+	// segment of at least this size (every MSS in practice: 536 at the
+	// least) makes a range of its own with a hole before it, so a buffer
+	// full of such segments never needs more ranges than that.
+	tcpOOOBytesPerRange = 512
 )
 
 // tcpConn is one connection (TCB, RFC 9293 §3.3.1). Conns come from the
@@ -88,11 +95,11 @@ type tcpConn struct {
 	rcvFin      seqnum
 	tsRecent    uint32
 	tsOff       uint32
-	ooo         [tcpMaxOOO]tcpRange // out-of-order data held in rb, sorted
-	nooo        uint8
+	ooo         []tcpRange          // out-of-order data held in rb, sorted; its capacity comes with rb
+	sackHist    [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
+	nSACKHist   uint8
 	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
 	nsacked     uint8
-	lastOOO     uint8 // index in ooo of the range most recently changed (first SACK block)
 	rb          []byte
 	rbHead      int // index in rb of appSeq
 
@@ -182,16 +189,24 @@ func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.free = append(l.free, c)
 }
 
+// rcvBuffer is a receive buffer of the pool with its table of
+// out-of-order ranges, lent together.
+type rcvBuffer struct {
+	data []byte
+	ooo  []tcpRange
+}
+
 // rcvBuf lends c a receive buffer; false when the pool is empty.
 func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
 	if c.rb != nil {
 		return true
 	}
 	if n := len(l.rbufs); n > 0 {
-		c.rb = l.rbufs[n-1]
+		c.rb, c.ooo = l.rbufs[n-1].data, l.rbufs[n-1].ooo[:0]
 		l.rbufs = l.rbufs[:n-1]
 	} else if l.rbufsMade < l.cfg.RcvBufs {
 		c.rb = make([]byte, l.cfg.RcvBuf)
+		c.ooo = make([]tcpRange, 0, max(l.cfg.RcvBuf/tcpOOOBytesPerRange, tcpSACKHist))
 		l.rbufsMade++
 	} else {
 		return false
@@ -202,10 +217,10 @@ func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
 
 func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
 	if c.rb != nil {
-		l.rbufs = append(l.rbufs, c.rb)
+		l.rbufs = append(l.rbufs, rcvBuffer{c.rb, c.ooo[:0]})
 		c.rb = nil
 	}
-	c.nooo = 0
+	c.ooo, c.nSACKHist = nil, 0
 }
 
 // The TIME-WAIT list, oldest first, so that a full table can recycle the

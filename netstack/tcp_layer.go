@@ -236,7 +236,7 @@ type tcpLayer struct {
 	woken     []TCPHandle // conns to run output for at the next poll
 	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpHeap
-	rbufs     [][]byte // free receive buffers
+	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)

@@ -45,19 +45,8 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	if c.tsOK {
 		f.HasTimestamp, f.TSVal, f.TSEcr = true, l.tsNow(c), c.tsRecent
 	}
-	if c.sackOK && c.nooo > 0 && f.Flags&TCPFlagSYN == 0 {
-		limit := 4
-		if c.tsOK {
-			limit = 3
-		}
-		f.SACK[0] = TCPSACKBlock{uint32(c.ooo[c.lastOOO].l), uint32(c.ooo[c.lastOOO].r)}
-		f.NSACK = 1
-		for i := 0; i < int(c.nooo) && f.NSACK < limit; i++ {
-			if i != int(c.lastOOO) {
-				f.SACK[f.NSACK] = TCPSACKBlock{uint32(c.ooo[i].l), uint32(c.ooo[i].r)}
-				f.NSACK++
-			}
-		}
+	if c.sackOK && len(c.ooo) > 0 && f.Flags&TCPFlagSYN == 0 {
+		l.sackBlocks(c, f)
 	}
 	hl := f.HeaderLen()
 	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
@@ -83,6 +72,36 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 		c.segsUnacked = 0
 	}
 	return true
+}
+
+// sackBlocks fills f's SACK option (RFC 2018 §4): the ranges most recently
+// received into, newest first; then, if room is left, the other ranges
+// from the highest down, so that none goes unreported for long.
+func (l *tcpLayer) sackBlocks(c *tcpConn, f *TCPFields) {
+	limit := 4
+	if c.tsOK {
+		limit = 3
+	}
+	for _, s := range c.sackHist[:c.nSACKHist] {
+		if i := c.oooAt(s); i >= 0 && f.NSACK < limit {
+			addSACKBlock(f, c.ooo[i])
+		}
+	}
+	for i := len(c.ooo) - 1; i >= 0 && f.NSACK < limit; i-- {
+		addSACKBlock(f, c.ooo[i])
+	}
+}
+
+// addSACKBlock appends r to f's SACK blocks unless it is there already.
+func addSACKBlock(f *TCPFields, r tcpRange) {
+	b := TCPSACKBlock{uint32(r.l), uint32(r.r)}
+	for _, x := range f.SACK[:f.NSACK] {
+		if x == b {
+			return
+		}
+	}
+	f.SACK[f.NSACK] = b
+	f.NSACK++
 }
 
 // copyOut fills dst from the concatenation of bufs starting at offset off.
