@@ -34,7 +34,17 @@ const (
 	// least) makes a range of its own with a hole before it, so a buffer
 	// full of such segments never needs more ranges than that.
 	tcpOOOBytesPerRange = 512
+	// tcpMaxOOORanges caps the table for buffers above 512 KiB, where
+	// each range costs an insertion its share of a copy (8 KiB at most);
+	// past it new ranges are refused, never held ones dropped.
+	tcpMaxOOORanges = 1024
 )
+
+// oooRanges is the size of the out-of-order range table of a receive
+// buffer of n bytes.
+func oooRanges(n int) int {
+	return min(max(n/tcpOOOBytesPerRange, tcpSACKHist), tcpMaxOOORanges)
+}
 
 // tcpConn is one connection (TCB, RFC 9293 §3.3.1). Conns come from the
 // layer's pool and are reused; a conn belongs to one shard. Memory per idle
@@ -206,7 +216,7 @@ func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
 		l.rbufs = l.rbufs[:n-1]
 	} else if l.rbufsMade < l.cfg.RcvBufs {
 		c.rb = make([]byte, l.cfg.RcvBuf)
-		c.ooo = make([]tcpRange, 0, max(l.cfg.RcvBuf/tcpOOOBytesPerRange, tcpSACKHist))
+		c.ooo = make([]tcpRange, 0, oooRanges(l.cfg.RcvBuf))
 		l.rbufsMade++
 	} else {
 		return false

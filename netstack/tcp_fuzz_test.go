@@ -176,7 +176,7 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 		if c.appSeq != end && c.rb == nil && c.state != tcpTimeWait {
 			t.Fatalf("%v: %d bytes held without a buffer", c.state, end.diff(c.appSeq))
 		}
-		if len(c.ooo) > 0 && cap(c.ooo) != max(l.cfg.RcvBuf/tcpOOOBytesPerRange, tcpSACKHist) {
+		if len(c.ooo) > 0 && cap(c.ooo) != oooRanges(l.cfg.RcvBuf) {
 			t.Fatalf("ooo table of %d ranges", cap(c.ooo))
 		}
 		for i, r := range c.ooo {

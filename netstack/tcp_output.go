@@ -406,8 +406,9 @@ func (l *tcpLayer) txRetry(c *tcpConn) {
 	}
 }
 
-// txFailed makes sure a segment that found no tx frame is tried again: the
-// RTO timer, which retries without backoff when nothing is in flight.
+// txFailed keeps a timer behind txRetry for a segment that found no tx
+// frame: the RTO timer, which retries without backoff when nothing is in
+// flight.
 func (l *tcpLayer) txFailed(c *tcpConn) {
 	if c.rtxAt == 0 || c.persist {
 		c.persist = false
