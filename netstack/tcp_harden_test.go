@@ -35,8 +35,8 @@ func TestTCPRenegeAfterRTO(t *testing.T) {
 		seg{TCPFields: fl(PA, 3921, 5001, 32768), data: d[2920:]},
 	)
 	x.send(seg{TCPFields: fl(A, 5001, 5381, 65535)})
-	if app.advanced != len(d) || c.rtxAt != 0 {
-		t.Fatalf("advanced %d of %d", app.advanced, len(d))
+	if app.advanced != len(d) || c.rtxAt != 0 || x.stats().SACKCleared != 1 {
+		t.Fatalf("advanced %d of %d, SACKCleared %d", app.advanced, len(d), x.stats().SACKCleared)
 	}
 }
 
