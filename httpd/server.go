@@ -25,7 +25,7 @@ type Stats struct {
 	Requests   uint64    `stat:"count"`
 	Responses  [6]uint64 `stat:"-"`     // by status class: [2] is 2xx, [4] is 4xx ... (one counter per class)
 	BadInput   uint64    `stat:"count"` // requests answered 4xx/5xx for malformed input
-	Timeouts   uint64    `stat:"count"` // connections closed by header or idle timeout
+	Timeouts   uint64    `stat:"count"` // connections closed by header, body or idle timeout
 	Panics     uint64    `stat:"error"` // handler panics, answered 500 and closed
 	LogDropped uint64    `stat:"error"` // access-log lines dropped for a full buffer, plus failed batch writes
 }

@@ -27,14 +27,21 @@ func (l *tcpLayer) noConn(k tcpKey, f *TCPFields, payload []byte) {
 		// LISTEN, second: "Any acknowledgment is bad if it arrives on a
 		// connection still in the LISTEN state. An acceptable reset
 		// segment should be formed". Except the ACK that returns a SYN
-		// cookie (RFC 4987 §3.6).
-		if f.Flags&TCPFlagSYN == 0 {
+		// cookie (RFC 4987 §3.6), and only while a cookie we sent can
+		// still be valid: as Linux, no backlog overflow in that time
+		// means no cookie to take, and a blind ACK has nothing to guess.
+		switch {
+		case f.Flags&TCPFlagSYN != 0:
+			l.stats.SynCookiesBad++
+		case l.synOverflowAt == 0 || l.now-l.synOverflowAt > tcpCookieLife:
+			l.stats.SynCookiesNoOverflow++
+		default:
 			if mss := l.sec.checkCookie(k, seqnum(f.Seq-1), seqnum(f.Ack-1), l.now); mss != 0 {
 				l.cookieEstablish(ls, k, f, payload, mss)
 				return
 			}
+			l.stats.SynCookiesBad++
 		}
-		l.stats.SynCookiesBad++
 		l.resetFor(k, f, len(payload))
 	case f.Flags&TCPFlagSYN != 0:
 		// LISTEN, third: SYN.
@@ -185,6 +192,13 @@ func (l *tcpLayer) checkSeq(c *tcpConn, s *inSeg) bool {
 		wnd = edge.diff(c.rcvNxt)
 	}
 	if tcpAcceptable(s.seq, s.len, c.rcvNxt, wnd) {
+		// "If a segment's contents straddle the boundary between old
+		// and new, only the new parts are processed": text beyond the
+		// window is trimmed later, and a FIN beyond it is not taken.
+		if s.flags&TCPFlagFIN != 0 && !s.seq.add(uint32(len(s.payload))).lt(c.rcvNxt.add(wnd)) {
+			l.stats.FinBeyondWindow++
+			s.flags &^= TCPFlagFIN
+		}
 		return true
 	}
 	switch {
@@ -245,7 +259,14 @@ func tcpAcceptable(seq seqnum, segLen uint32, rcvNxt seqnum, wnd uint32) bool {
 // is set and the sequence number exactly matches the next expected sequence
 // number (RCV.NXT), then TCP MUST reset the connection"; in the window but
 // not exact: "TCP MUST send an ACK (challenge ACK)".
+//
+// In TIME-WAIT a RST is ignored (RFC 1337): it would end the quiet time
+// that keeps old duplicates away from a new incarnation.
 func (l *tcpLayer) rstArrived(c *tcpConn, s *inSeg) {
+	if c.state == tcpTimeWait {
+		l.stats.TimeWaitRST++
+		return
+	}
 	if s.seq == c.rcvNxt {
 		l.stats.ResetsIn++
 		l.closeConn(c)
@@ -254,10 +275,13 @@ func (l *tcpLayer) rstArrived(c *tcpConn, s *inSeg) {
 	l.challengeAck(c)
 }
 
-// updateTSRecent makes TS.Recent follow the segment that covers RCV.NXT
-// (RFC 7323 §4.3).
+// updateTSRecent is RFC 7323 §4.3 (2): "If SEG.TSval >= TS.Recent and
+// SEG.SEQ =< Last.ACK.sent, then SEG.TSval is copied to TS.Recent". With
+// Last.ACK.sent rather than RCV.NXT a delayed ACK echoes the timestamp of
+// the earliest segment it acknowledges, which is what the peer's RTT
+// measurement needs.
 func (l *tcpLayer) updateTSRecent(c *tcpConn, f *TCPFields, s *inSeg) {
-	if c.tsOK && f.HasTimestamp && s.seq.leq(c.rcvNxt) && seqnum(f.TSVal).geq(seqnum(c.tsRecent)) {
+	if c.tsOK && f.HasTimestamp && s.seq.leq(c.lastAck) && seqnum(f.TSVal).geq(seqnum(c.tsRecent)) {
 		c.tsRecent = f.TSVal
 	}
 }

@@ -155,12 +155,15 @@ type TCPStats struct {
 	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
 	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
 	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
+	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
 
 	PassiveOpens, ActiveOpens uint64 `stat:"count"`
 	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
 	SynCookiesSent            uint64 `stat:"count"`
 	SynCookiesOK              uint64 `stat:"count"`
 	SynCookiesBad             uint64 `stat:"count"` // ACK to a listener with no valid cookie: RST
+	SynCookiesNoOverflow      uint64 `stat:"count"` // ACK to a listener while no cookie can be valid (no recent backlog overflow): RST
+	MSSClamped                uint64 `stat:"count"` // peer MSS option below tcpMinSndMSS, raised to it
 	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
 	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 
@@ -171,16 +174,19 @@ type TCPStats struct {
 	AckTooNew      uint64 `stat:"count"` // ACK for data not sent: ACK back, drop
 	AckTooOld      uint64 `stat:"count"` // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
 	ResetsIn       uint64 `stat:"count"` // acceptable RSTs that closed a connection
+	TimeWaitRST    uint64 `stat:"drop"`  // RSTs in TIME-WAIT, ignored (RFC 1337)
 	ResetsOut      uint64 `stat:"count"`
 	PAWSDrop       uint64 `stat:"drop"`  // RFC 7323 PAWS rejected
 	DisorderedAcks uint64 `stat:"count"` // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
 	NoAckDrop      uint64 `stat:"drop"`  // segment without ACK in a synchronized state
 
-	OOOSegs      uint64 `stat:"count"` // out-of-order segments queued
-	OOODrop      uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty  uint64 `stat:"count"` // bytes refused because the buffer pool was empty
-	DupSegs      uint64 `stat:"count"` // segments entirely duplicate
-	AfterFinDrop uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
+	OOOSegs         uint64 `stat:"count"` // out-of-order segments queued
+	OOODrop         uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
+	OOOFull         uint64 `stat:"count"` // of OOODrop: the range table was full and the segment joined no range
+	FinBeyondWindow uint64 `stat:"drop"`  // FINs of segments trimmed at the window's right edge, not taken
+	RcvBufEmpty     uint64 `stat:"count"` // bytes refused because the buffer pool was empty
+	DupSegs         uint64 `stat:"count"` // segments entirely duplicate
+	AfterFinDrop    uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
 	RTOTimeouts      uint64 `stat:"count"`
 	RTOAborts        uint64 `stat:"count"` // Retries exhausted: RST
@@ -189,6 +195,7 @@ type TCPStats struct {
 	TailLossProbes   uint64 `stat:"count"` // RFC 8985 probes sent
 	RecoveryProbes   uint64 `stat:"count"` // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
 	SACKSkipped      uint64 `stat:"count"` // bytes not retransmitted because SACKed
+	SACKCleared      uint64 `stat:"count"` // RTOs that cleared a SACK scoreboard (RFC 6675 §5.1)
 	PersistProbes    uint64 `stat:"count"`
 	KeepProbes       uint64 `stat:"count"`
 	KeepAborts       uint64 `stat:"count"`
@@ -227,20 +234,35 @@ type tcpLayer struct {
 	free      []*tcpConn
 	gen       int32       // generation of the last conn handed out (TCPHandle)
 	woken     []TCPHandle // conns to run output for at the next poll
+	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpHeap
-	rbufs     [][]byte // free receive buffers
+	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
-	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
-	challengeSec   int64
-	challengeCount int
+	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
+
+	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 
 	stats TCPStats
 }
 
-const tcpChallengeLimit = 1000
+// tcpChallengeLimit is the mean number of challenge ACKs one connection
+// sends per second (RFC 5961 §7). The limit is per connection and each
+// second's budget is drawn at random in [limit/2, 3*limit/2): a counter
+// shared by all connections, or a fixed one, lets an off-path attacker
+// count a victim connection's challenge ACKs in its own (CVE-2016-5696).
+const tcpChallengeLimit = 10
+
+// random returns a pseudo-random number (xorshift64*), for what only needs
+// to be unpredictable to a peer that cannot see the seed.
+func (l *tcpLayer) random() uint32 {
+	l.rnd ^= l.rnd >> 12
+	l.rnd ^= l.rnd << 25
+	l.rnd ^= l.rnd >> 27
+	return uint32((l.rnd * 2685821657736338717) >> 32)
+}
 
 // Errors of the setup and active-open API.
 var (
@@ -263,6 +285,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 	if !now.IsZero() {
 		l.setNow(now)
 	}
+	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
 	return l
@@ -411,22 +434,26 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 	l.noConn(k, &f, t.Payload())
 }
 
-// poll runs the timers that are due and returns the next deadline (zero when
-// no timer is armed).
+// poll runs woken connections and the timers that are due, and returns the
+// next deadline: now when a send found no tx frame and waits for the next
+// poll, zero when nothing is armed.
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
-	for len(l.timers.h) > 0 {
+	for len(l.timers.h) > 0 && l.timers.h[0].deadline <= l.now {
 		c := l.timers.h[0]
-		if c.deadline > l.now {
-			return l.epoch.Add(time.Duration(c.deadline))
-		}
 		l.fire(c)
 		if c.state != tcpClosed {
 			l.schedule(c)
 		}
+	}
+	switch {
+	case len(l.woken) > 0:
+		return now
+	case len(l.timers.h) > 0:
+		return l.epoch.Add(time.Duration(l.timers.h[0].deadline))
 	}
 	return time.Time{}
 }
@@ -472,9 +499,13 @@ func (l *tcpLayer) wake(h TCPHandle) {
 	l.woken = append(l.woken, h)
 }
 
-// runWoken sends what woken connections have to send.
+// runWoken sends what woken connections have to send. A connection whose
+// send finds no tx frame wakes itself again, into a fresh list for the
+// next poll.
 func (l *tcpLayer) runWoken() {
-	for _, h := range l.woken {
+	woken := l.woken
+	l.woken = l.wokenNext[:0]
+	for _, h := range woken {
 		c := l.conns[h.id]
 		if c.gen != h.gen || c.state == tcpClosed {
 			continue
@@ -485,6 +516,6 @@ func (l *tcpLayer) runWoken() {
 			l.schedule(c)
 		}
 	}
-	clear(l.woken)
-	l.woken = l.woken[:0]
+	clear(woken)
+	l.wokenNext = woken[:0]
 }

@@ -29,6 +29,7 @@ type Options struct {
 	MaxBody       int64
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
+	BodyTimeout   time.Duration
 	StopTimeout   time.Duration // graceful stop bound, then connections are force-closed
 
 	Ports          []int         // every --port (the first is Port); the native stack serves them all
@@ -96,6 +97,7 @@ func (o *Options) define(fs *flag.FlagSet) *rawFlags {
 	fs.Int64Var(&o.MaxBody, "max-body", 1<<20, "largest request body in bytes; larger gets 413")
 	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "close a connection whose request header takes longer")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 60*time.Second, "close a keep-alive connection idle this long")
+	fs.DurationVar(&o.BodyTimeout, "body-timeout", 60*time.Second, "close a connection whose request body takes longer than this after its header")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", 5*time.Second, "on SIGINT/SIGTERM, how long to finish responses in flight before force-closing")
 	return r
 }
@@ -169,7 +171,7 @@ func (o *Options) checkLimits(*rawFlags) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--header-timeout", o.HeaderTimeout}, {"--idle-timeout", o.IdleTimeout}, {"--stop-timeout", o.StopTimeout}} {
+	}{{"--header-timeout", o.HeaderTimeout}, {"--idle-timeout", o.IdleTimeout}, {"--body-timeout", o.BodyTimeout}, {"--stop-timeout", o.StopTimeout}} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s %v: give a positive duration such as 10s", d.name, d.v)
 		}

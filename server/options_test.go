@@ -16,7 +16,8 @@ func TestParseFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Port != 10000 || o.Address.String() != "0.0.0.0" || o.NetworkStack != "posix" || o.SMP != 0 ||
-		o.CPUSet != nil || o.MaxBody != 1<<20 || o.PollMode || o.StopTimeout != 5*time.Second {
+		o.CPUSet != nil || o.MaxBody != 1<<20 || o.PollMode || o.StopTimeout != 5*time.Second ||
+		o.BodyTimeout != 60*time.Second {
 		t.Fatalf("defaults = %+v", o)
 	}
 }
@@ -24,13 +25,13 @@ func TestParseFlagsDefaults(t *testing.T) {
 func TestParseFlagsSeastarNames(t *testing.T) {
 	o, err := ParseFlags([]string{"--smp", "2", "--cpuset", "0-1", "--port", "8080", "--address", "::1",
 		"--poll-mode", "--docroot", "/srv", "--access-log", "/tmp/a.log", "--max-body", "10",
-		"--header-timeout", "200ms", "--idle-timeout", "1s", "--network-stack", "posix"}, nil)
+		"--header-timeout", "200ms", "--idle-timeout", "1s", "--body-timeout", "30s", "--network-stack", "posix"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.SMP != 2 || len(o.CPUSet) != 2 || o.Port != 8080 || o.Address.String() != "::1" || !o.PollMode ||
 		o.Docroot != "/srv" || o.AccessLog != "/tmp/a.log" || o.MaxBody != 10 ||
-		o.HeaderTimeout != 200*time.Millisecond || o.IdleTimeout != time.Second {
+		o.HeaderTimeout != 200*time.Millisecond || o.IdleTimeout != time.Second || o.BodyTimeout != 30*time.Second {
 		t.Fatalf("parsed = %+v", o)
 	}
 }
@@ -46,6 +47,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		"--network-stack":     {"--network-stack", "dpdk"},
 		"--max-body":          {"--max-body", "-5"},
 		"--header-timeout":    {"--header-timeout", "0s"},
+		"--body-timeout":      {"--body-timeout", "-1s"},
 		"invalid value":       {"--idle-timeout", "soon"},
 		"unexpected argument": {"extra"},
 	}

@@ -46,6 +46,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		MaxBody:       o.MaxBody,
 		HeaderTimeout: o.HeaderTimeout,
 		IdleTimeout:   o.IdleTimeout,
+		BodyTimeout:   o.BodyTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docroot %q: %w", o.Docroot, err)
