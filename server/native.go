@@ -33,6 +33,9 @@ type NativeConfig struct {
 	// Drain, shared by the shards of one interface, makes them finish a
 	// graceful stop together (see DrainGroup); nil: each shard alone.
 	Drain *DrainGroup
+	// Report, where a shard serves several queues, sums their counters
+	// into the shard's one report; nil: the Native reports alone.
+	Report *NativeReport
 }
 
 // DrainGroup lets the native shards of one interface finish draining
@@ -165,7 +168,11 @@ func NewNative(sh *shard.Shard, q *native.Queue, cfg NativeConfig, now time.Time
 		}
 	}
 	sh.AddStopper(n)
-	sh.AddReporter(n)
+	if cfg.Report != nil {
+		cfg.Report.natives = append(cfg.Report.natives, n)
+	} else {
+		sh.AddReporter(n)
+	}
 	n.recheck.Init(func(time.Time) {})
 	n.tick.Init(n.onTick)
 	n.srv.Tick(now)
