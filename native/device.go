@@ -150,7 +150,7 @@ func (d *Device) spread() error {
 		d.own = assignQueues(c.Queues, c.Queues)
 	}
 	if d.rss == RSSOff && d.rxq > c.Queues {
-		c.Logf("native: warning: %s has %d rx queues and only %d are served: flows RSS hashes to the others go to the kernel, which refuses them", c.Iface, d.rxq, c.Queues)
+		c.Logf("native: warning: %s has %d rx queues and only %d are served: flows RSS hashes to the others go to the kernel, which resets or ignores them", c.Iface, d.rxq, c.Queues)
 	}
 	return nil
 }

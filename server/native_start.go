@@ -93,10 +93,11 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}
 	drain := NewDrainGroup(queues) // every queue's Native drains before any closes
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
-		var rep *NativeReport
+		var ns *NativeShard
 		if len(run.dev.Owned(sh.ID)) > 1 {
-			rep = &NativeReport{}
-			sh.AddReporter(rep)
+			ns = &NativeShard{}
+			sh.AddStopper(ns)
+			sh.AddReporter(ns)
 		}
 		for _, id := range run.dev.Owned(sh.ID) {
 			// Each queue its own stack, so each its own seed.
@@ -112,7 +113,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 				q.Close()
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
-			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Report: rep}
+			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns}
 			if _, err := NewNative(sh, q, nc, time.Now()); err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}

@@ -32,21 +32,15 @@ func addHTTP(r *shard.Report, h httpd.Stats) {
 	}
 }
 
-// NativeReport is the shard.Reporter of a shard that serves several queues,
-// one Native each: it reports their counters summed by name, so the shard
-// reports each name once (as with one queue).
-type NativeReport struct{ natives []*Native }
-
-func (nr *NativeReport) Report(r *shard.Report) {
+// Report implements shard.Reporter: the counters of every queue's Native
+// summed by name, so the shard reports each name once, as with one queue.
+func (ns *NativeShard) Report(r *shard.Report) {
 	idx := map[string]int{}
-	for _, c := range r.Counters {
-		idx[c.Name] = -1 // another reporter's: left alone
-	}
-	for _, n := range nr.natives {
+	for _, n := range ns.natives {
 		var one shard.Report
 		n.Report(&one)
 		for _, c := range one.Counters {
-			if i, ok := idx[c.Name]; ok && i >= 0 {
+			if i, ok := idx[c.Name]; ok {
 				r.Counters[i].Value += c.Value
 				continue
 			}
