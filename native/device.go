@@ -21,7 +21,7 @@ import (
 // Config is the native stack on one interface. Zero fields take the
 // defaults in brackets.
 type Config struct {
-	Iface   string     // the interface whose rx queues the shards own (shard i, queue i)
+	Iface   string     // the interface whose rx queues the shards own (Device.Owned)
 	Netns   string     // named network namespace of Iface ["": the process's]
 	Addr    netip.Addr // our IPv4 address (a client's: one no kernel interface holds)
 	Netmask netip.Addr // [255.255.255.0]

@@ -41,7 +41,7 @@ type nativeFlags struct {
 
 func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	f := &nativeFlags{fs: fs, o: n}
-	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (shard i owns queue i)")
+	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (at least --smp queues; more: see --rss)")
 	fs.StringVar(&f.addr, "host-ipv4-addr", "", "native: our IPv4 address on --iface")
 	fs.StringVar(&f.mask, "netmask-ipv4-addr", "255.255.255.0", "native: netmask of --host-ipv4-addr")
 	fs.StringVar(&f.gw, "gw-ipv4-addr", "", "native: IPv4 gateway for off-link clients (default: none)")
