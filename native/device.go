@@ -129,12 +129,16 @@ func Open(cfg Config) (_ *Device, err error) {
 // interface's namespace.
 func (d *Device) spread() error {
 	c := &d.cfg
+	// Whatever the strategy now, a table a crashed run left goes back first.
+	if err := restoreLeftover(c.rssDir, c.Iface, c.Logf); err != nil {
+		return err
+	}
 	d.rss = c.RSS
 	if d.rxq == c.Queues {
 		d.rss = RSSOff // one queue each: nothing to spread
 	}
 	if d.rss == RSSIndir || d.rss == RSSAuto {
-		st, err := programIndir(c.rssDir, c.Iface, c.Queues, c.Logf)
+		st, err := programIndir(c.rssDir, c.Iface, c.Queues)
 		switch {
 		case err == nil:
 			d.indir, d.rss = st, RSSIndir

@@ -186,21 +186,28 @@ type indirState struct {
 	orig       []uint32
 }
 
-// programIndir points iface's indirection table at queues 0..queues-1 and
-// saves the original under dir. A table a crashed run left (its saved file
-// still there) is first put back, and logged. The error wraps
-// ErrIndirRefused where the driver has no table or refuses the new one.
-func programIndir(dir, iface string, queues int, logf func(string, ...any)) (*indirState, error) {
+// restoreLeftover puts back the table a run that did not stop cleanly left
+// saved under dir (it changed iface's table and never restored it), and
+// logs that it did; nothing saved: nothing to do.
+func restoreLeftover(dir, iface string, logf func(string, ...any)) error {
 	old, err := leftover(dir, iface)
 	if err != nil {
-		return nil, fmt.Errorf("native: %w: %v", ErrRSSLeftover, err)
+		return fmt.Errorf("native: %w: %v", ErrRSSLeftover, err)
 	}
-	if old != nil {
-		if err := setIndir(iface, old); err != nil {
-			return nil, fmt.Errorf("native: %w: restore the table %s saved: %v", ErrRSSLeftover, rssSaved(dir, iface), err)
-		}
-		logf("native: %s: restored the RSS indirection table a run that did not stop cleanly left (saved in %s)", iface, rssSaved(dir, iface))
+	if old == nil {
+		return nil
 	}
+	if err := setIndir(iface, old); err != nil {
+		return fmt.Errorf("native: %w: restore the table %s saved: %v", ErrRSSLeftover, rssSaved(dir, iface), err)
+	}
+	logf("native: %s: restored the RSS indirection table a run that did not stop cleanly left (saved in %s)", iface, rssSaved(dir, iface))
+	return os.Remove(rssSaved(dir, iface))
+}
+
+// programIndir points iface's indirection table at queues 0..queues-1 and
+// saves the original under dir until restore. The error wraps
+// ErrIndirRefused where the driver has no table or refuses the new one.
+func programIndir(dir, iface string, queues int) (*indirState, error) {
 	cur, err := getIndir(iface)
 	if err != nil {
 		return nil, fmt.Errorf("native: %w: read %s's table: %v", ErrIndirRefused, iface, err)

@@ -107,13 +107,26 @@ func TestRSSOnVeth(t *testing.T) {
 		t.Fatalf("veth's table: %v, want EOPNOTSUPP", err)
 	}
 	dir := t.TempDir()
-	if _, err := programIndir(dir, pair.ServerIf, 2, t.Logf); !errors.Is(err, ErrIndirRefused) {
+	if _, err := programIndir(dir, pair.ServerIf, 2); !errors.Is(err, ErrIndirRefused) {
 		t.Fatalf("programIndir: %v, want ErrIndirRefused", err)
 	}
 	if _, err := os.Stat(rssSaved(dir, pair.ServerIf)); !os.IsNotExist(err) {
 		t.Fatalf("a refused table left %s: %v", rssSaved(dir, pair.ServerIf), err)
 	}
 	c := Config{Iface: pair.ServerIf, Addr: pair.ServerIP, Queues: 2, Logf: t.Logf, rssDir: dir}
+	// A table left saved (as by a crash) is restored whatever the strategy:
+	// veth takes none, so Open refuses to start.
+	if err := saveTable(dir, pair.ServerIf, equalTable(128, 4)); err != nil {
+		t.Fatal(err)
+	}
+	c.RSS = RSSQueues
+	if d, err := Open(c); !errors.Is(err, ErrRSSLeftover) {
+		if d != nil {
+			d.Close()
+		}
+		t.Fatalf("Open with a leftover table: %v, want ErrRSSLeftover", err)
+	}
+	os.Remove(rssSaved(dir, pair.ServerIf))
 	c.RSS = RSSIndir
 	if d, err := Open(c); !errors.Is(err, ErrIndirRefused) {
 		if d != nil {
