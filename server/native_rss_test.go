@@ -173,3 +173,32 @@ func TestNativeQueueErrors(t *testing.T) {
 		})
 	}
 }
+
+// A shard asks its stoppers whether they are drained only until one says
+// no: NativeShard must ask every queue's Native, or those after the first
+// busy one never count themselves in the DrainGroup and the stop waits for
+// its timeout.
+func TestNativeShardAsksEveryNative(t *testing.T) {
+	now := time.Now()
+	w := shard.NewWheel(now, time.Millisecond, 64)
+	g := NewDrainGroup(3)
+	mk := func(open int) *Native {
+		n := &Native{wheel: w, group: g, open: open, now: now}
+		n.recheck.Init(func(time.Time) {})
+		return n
+	}
+	busy, idle := mk(1), mk(0)
+	ns := &NativeShard{natives: []*Native{busy, idle}}
+	if ns.Drained() {
+		t.Fatal("drained with a connection open")
+	}
+	if !idle.counted || g.left.Load() != 2 {
+		t.Fatalf("the idle Native after the busy one: counted %v, group waits for %d, want true and 2", idle.counted, g.left.Load())
+	}
+	busy.open = 0
+	other := mk(0) // the other shard's
+	other.Drained()
+	if !ns.Drained() {
+		t.Fatalf("not drained with every Native idle (group waits for %d)", g.left.Load())
+	}
+}
