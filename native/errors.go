@@ -15,6 +15,8 @@ var (
 	ErrMTU          = errors.New("interface MTU too small")
 	ErrTooFewQueues = errors.New("too few rx queues: one per shard")
 	ErrKernelAddr   = errors.New("address held by the kernel")
+	ErrIndirRefused = errors.New("the driver has no RSS indirection table or refused the one asked")
+	ErrRSSLeftover  = errors.New("cannot restore the RSS indirection table a run that did not stop cleanly left")
 )
 
 // QueueError is ErrTooFewQueues with the counts: the interface has Have rx

@@ -84,10 +84,10 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 			return nil, err
 		}
 	}
-	logf := func(string, ...any) {}
-	if id == 0 && d.cfg.Logf != nil {
-		logf = d.cfg.Logf
+	if id < 0 || id >= d.rxq {
+		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)
 	}
+	logf := d.cfg.Logf
 	q := &Queue{app: cfg.App}
 	if q.sock, err = afxdp.Open(afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameCount: d.cfg.Frames, Logf: logf}); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)

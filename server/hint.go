@@ -26,6 +26,10 @@ func hint(err error, o Options) string {
 	switch {
 	case errors.As(err, &qe):
 		return fmt.Sprintf("raise them with `ethtool -L %s combined %d`, or lower --smp to %d", qe.Iface, qe.Need, qe.Have)
+	case errors.Is(err, native.ErrIndirRefused):
+		return "use --rss queues (each shard owns several queues) or --rss auto"
+	case errors.Is(err, native.ErrRSSLeftover):
+		return fmt.Sprintf("restore it with `ethtool -X %s default` and remove /run/percore/%s.rss", o.Native.Iface, o.Native.Iface)
 	case errors.Is(err, native.ErrNotRoot), errors.Is(err, lab.ErrNotRoot), errors.Is(err, afxdp.ErrPermission):
 		return "run as root, or use --network-stack posix"
 	case errors.Is(err, native.ErrNoIface), errors.Is(err, afxdp.ErrNoIface):

@@ -33,6 +33,36 @@ type NativeConfig struct {
 	// Drain, shared by the shards of one interface, makes them finish a
 	// graceful stop together (see DrainGroup); nil: each shard alone.
 	Drain *DrainGroup
+	// Shard, where a shard serves several queues, stops them together and
+	// sums their counters; nil: the Native is the shard's stopper and
+	// reporter itself.
+	Shard *NativeShard
+}
+
+// NativeShard is the shard.Stopper and shard.Reporter of a shard that serves
+// several queues, one Native each: a shard asks its stoppers if they are
+// drained only until one says no, and every Native must be asked (each
+// counts itself in the DrainGroup when asked).
+type NativeShard struct{ natives []*Native }
+
+func (ns *NativeShard) Drain(now time.Time) {
+	for _, n := range ns.natives {
+		n.Drain(now)
+	}
+}
+
+func (ns *NativeShard) Drained() bool {
+	all := true
+	for _, n := range ns.natives {
+		all = n.Drained() && all
+	}
+	return all
+}
+
+func (ns *NativeShard) Close() {
+	for _, n := range ns.natives {
+		n.Close()
+	}
 }
 
 // DrainGroup lets the native shards of one interface finish draining
@@ -164,8 +194,12 @@ func NewNative(sh *shard.Shard, q *native.Queue, cfg NativeConfig, now time.Time
 			return nil, fmt.Errorf("native stack: listen on port %d: %w", p, err)
 		}
 	}
-	sh.AddStopper(n)
-	sh.AddReporter(n)
+	if cfg.Shard != nil {
+		cfg.Shard.natives = append(cfg.Shard.natives, n)
+	} else {
+		sh.AddStopper(n)
+		sh.AddReporter(n)
+	}
 	n.recheck.Init(func(time.Time) {})
 	n.tick.Init(n.onTick)
 	n.srv.Tick(now)

@@ -7,6 +7,7 @@ import (
 
 	"percore/afxdp"
 	"percore/lab"
+	"percore/native"
 	"percore/netstack"
 )
 
@@ -23,28 +24,31 @@ type NativeOptions struct {
 	Impair    *lab.ImpairSpec           // put the impairment bridge in the lab (--lab-impair)
 	Frames    int                       // UMEM frames per shard (a power of two)
 	MaxConns  int                       // TCP connections per shard
+	RSS       native.RSS                // how shards take more rx queues than shards (--rss)
 	LabPrefix string                    // lab name prefix (tests)
+	LabQueues int                       // rx queues of the lab's interfaces (tests) [one per shard]
 	tcp       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
-	Logf      func(string, ...any)      // the socket's mode line; nil: stderr
+	Logf      func(string, ...any)      // the queue layout and each socket's mode line; nil: stderr
 }
 
 // nativeFlags holds the raw flag values until check.
 type nativeFlags struct {
 	fs                        *flag.FlagSet
 	iface, addr, mask, gw, xm string
-	impair                    string
+	impair, rss               string
 	o                         *NativeOptions
 }
 
 func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	f := &nativeFlags{fs: fs, o: n}
-	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (shard i owns queue i)")
+	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (at least --smp queues; more: see --rss)")
 	fs.StringVar(&f.addr, "host-ipv4-addr", "", "native: our IPv4 address on --iface")
 	fs.StringVar(&f.mask, "netmask-ipv4-addr", "255.255.255.0", "native: netmask of --host-ipv4-addr")
 	fs.StringVar(&f.gw, "gw-ipv4-addr", "", "native: IPv4 gateway for off-link clients (default: none)")
 	fs.StringVar(&f.xm, "xdp-mode", "native", "native: XDP attach mode, native (driver) or generic (skb)")
 	fs.BoolVar(&n.Lab, "lab", false, "native: build a veth lab (one queue per shard), serve on it, print how to reach it, remove it on exit")
 	fs.StringVar(&f.impair, "lab-impair", "", "native: with --lab, put the impairment bridge in between, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1")
+	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
 	fs.IntVar(&n.Frames, "xdp-frames", 4096, "native: UMEM frames per shard (power of two; half receive, half transmit)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per shard")
 	return f
@@ -55,7 +59,7 @@ func (f *nativeFlags) unused() error {
 	var bad string
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections":
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss":
 			if bad == "" {
 				bad = fl.Name
 			}
@@ -73,6 +77,9 @@ func (f *nativeFlags) check(o *Options) error {
 	var err error
 	if n.XDPMode, err = afxdp.ParseAttachMode(f.xm); err != nil {
 		return fmt.Errorf("--xdp-mode %q: use native or generic", f.xm)
+	}
+	if n.RSS, err = native.ParseRSS(f.rss); err != nil {
+		return fmt.Errorf("--rss %q: use auto, indir, queues or off", f.rss)
 	}
 	if f.impair != "" {
 		if !n.Lab {

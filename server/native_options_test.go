@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"percore/afxdp"
+	"percore/native"
 	"percore/shard"
 )
 
 func TestParseNativeFlags(t *testing.T) {
 	o, err := ParseFlags([]string{"--network-stack", "native", "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1",
-		"--netmask-ipv4-addr", "255.255.0.0", "--gw-ipv4-addr", "198.18.0.254", "--xdp-mode", "generic",
+		"--netmask-ipv4-addr", "255.255.0.0", "--gw-ipv4-addr", "198.18.0.254", "--xdp-mode", "generic", "--rss", "queues",
 		"--port", "80,8080", "--port", "9000", "--smp", "2", "--poll-mode", "--stats-interval", "2s", "--prometheus-port", "9180"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := o.Native
 	if n.Iface != "eth1" || n.Addr.String() != "198.18.0.1" || n.Netmask.String() != "255.255.0.0" ||
-		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab {
+		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.RSS != native.RSSQueues {
 		t.Fatalf("native options %+v", n)
 	}
 	if len(o.Ports) != 3 || o.Ports[0] != 80 || o.Ports[2] != 9000 || o.Port != 80 || o.StatsInterval != 2*time.Second ||
@@ -29,7 +30,7 @@ func TestParseNativeFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.Native.Lab || o.Native.Impair == nil || o.Native.Impair.Loss != 0.05 || o.Ports[0] != 10000 {
+	if !o.Native.Lab || o.Native.RSS != native.RSSAuto || o.Native.Impair == nil || o.Native.Impair.Loss != 0.05 || o.Ports[0] != 10000 {
 		t.Fatalf("--lab options %+v", o.Native)
 	}
 	if o, _ := ParseFlags(nil, nil); o.StatsInterval != time.Second || o.PrometheusAddr != "" {
@@ -40,22 +41,24 @@ func TestParseNativeFlags(t *testing.T) {
 func TestParseNativeFlagErrors(t *testing.T) {
 	native := []string{"--network-stack", "native"}
 	cases := map[string][]string{
-		"needs --host-ipv4-addr": append(native, "--iface", "eth1"),
-		"--host-ipv4-addr":       append(native, "--iface", "eth1", "--host-ipv4-addr", "::1"),
-		"--netmask-ipv4-addr":    append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--netmask-ipv4-addr", "x"),
-		"--gw-ipv4-addr":         append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--gw-ipv4-addr", "y"),
-		"--xdp-mode":             append(native, "--lab", "--xdp-mode", "offload"),
-		"--lab-impair needs":     append(native, "--iface", "e", "--host-ipv4-addr", "198.18.0.1", "--lab-impair", "loss=1%"),
-		"--lab-impair \"":        append(native, "--lab", "--lab-impair", "loss=lots"),
-		"--lab chooses":          append(native, "--lab", "--iface", "eth1"),
-		"--port 0":               append(native, "--lab", "--port", "0"),
-		"--xdp-frames":           append(native, "--lab", "--xdp-frames", "1000"),
-		"--max-connections":      append(native, "--lab", "--max-connections", "0"),
-		"belongs to the native":  {"--iface", "eth1"},
-		"serves one port":        {"--port", "80,81"},
-		"not a port number":      {"--port", "eighty"},
-		"--prometheus-port":      {"--prometheus-port", "70000"},
-		"--stats-interval":       {"--stats-interval", "-1s"},
+		"needs --host-ipv4-addr":  append(native, "--iface", "eth1"),
+		"--host-ipv4-addr":        append(native, "--iface", "eth1", "--host-ipv4-addr", "::1"),
+		"--netmask-ipv4-addr":     append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--netmask-ipv4-addr", "x"),
+		"--gw-ipv4-addr":          append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--gw-ipv4-addr", "y"),
+		"--xdp-mode":              append(native, "--lab", "--xdp-mode", "offload"),
+		"--lab-impair needs":      append(native, "--iface", "e", "--host-ipv4-addr", "198.18.0.1", "--lab-impair", "loss=1%"),
+		"--lab-impair \"":         append(native, "--lab", "--lab-impair", "loss=lots"),
+		"--lab chooses":           append(native, "--lab", "--iface", "eth1"),
+		"--port 0":                append(native, "--lab", "--port", "0"),
+		"--xdp-frames":            append(native, "--lab", "--xdp-frames", "1000"),
+		"--max-connections":       append(native, "--lab", "--max-connections", "0"),
+		"--rss \"all\": use auto": append(native, "--lab", "--rss", "all"),
+		"--rss belongs":           {"--rss", "off"},
+		"belongs to the native":   {"--iface", "eth1"},
+		"serves one port":         {"--port", "80,81"},
+		"not a port number":       {"--port", "eighty"},
+		"--prometheus-port":       {"--prometheus-port", "70000"},
+		"--stats-interval":        {"--stats-interval", "-1s"},
 	}
 	for want, args := range cases {
 		_, err := ParseFlags(args, nil)

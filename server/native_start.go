@@ -54,7 +54,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}()
 	cfg := native.Config{
 		Iface: no.Iface, Addr: no.Addr, Netmask: no.Netmask, Gateway: no.Gateway,
-		Queues: len(cpus), XDPMode: no.XDPMode, Frames: no.Frames, Logf: no.Logf,
+		Queues: len(cpus), RSS: no.RSS, XDPMode: no.XDPMode, Frames: no.Frames, Logf: no.Logf,
 	}
 	for _, p := range o.Ports {
 		cfg.Ports = append(cfg.Ports, uint16(p))
@@ -66,7 +66,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		if os.Geteuid() != 0 {
 			return native.ErrNotRoot
 		}
-		c := lab.Config{Prefix: no.LabPrefix, Queues: len(cpus), ServerRoot: true}
+		c := lab.Config{Prefix: no.LabPrefix, Queues: max(no.LabQueues, len(cpus)), ServerRoot: true}
 		if c.Prefix == "" {
 			c.Prefix = "ph"
 		}
@@ -87,22 +87,36 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
-	drain := NewDrainGroup(len(cpus))
+	queues := 0
+	for i := range cpus {
+		queues += len(run.dev.Owned(i))
+	}
+	drain := NewDrainGroup(queues) // every queue's Native drains before any closes
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
-		tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(sh.ID)}
-		if no.tcp != nil {
-			no.tcp(&tcfg)
+		var ns *NativeShard
+		if len(run.dev.Owned(sh.ID)) > 1 {
+			ns = &NativeShard{}
+			sh.AddStopper(ns)
+			sh.AddReporter(ns)
 		}
-		q, err := run.dev.NewQueue(sh.ID, native.QueueConfig{TCP: tcfg})
-		if err != nil {
-			return fmt.Errorf("shard %d: %w", sh.ID, err)
-		}
-		if err := q.Register(sh); err != nil {
-			q.Close()
-			return fmt.Errorf("shard %d: %w", sh.ID, err)
-		}
-		if _, err := NewNative(sh, q, NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain}, time.Now()); err != nil {
-			return fmt.Errorf("shard %d: %w", sh.ID, err)
+		for _, id := range run.dev.Owned(sh.ID) {
+			// Each queue its own stack, so each its own seed.
+			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
+			if no.tcp != nil {
+				no.tcp(&tcfg)
+			}
+			q, err := run.dev.NewQueue(id, native.QueueConfig{TCP: tcfg})
+			if err != nil {
+				return fmt.Errorf("shard %d: %w", sh.ID, err)
+			}
+			if err := q.Register(sh); err != nil {
+				q.Close()
+				return fmt.Errorf("shard %d: %w", sh.ID, err)
+			}
+			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns}
+			if _, err := NewNative(sh, q, nc, time.Now()); err != nil {
+				return fmt.Errorf("shard %d: %w", sh.ID, err)
+			}
 		}
 		return nil
 	})
