@@ -132,7 +132,8 @@ func (l *tcpLayer) timeWaitSYN(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	return false
 }
 
-// checkPAWS is RFC 7323 §5.3 PAWS: a segment whose timestamp is older than
+// checkPAWS is RFC 7323 §5.3 PAWS, for a segment with a timestamp on a
+// connection that uses them: a segment whose timestamp is older than
 // TS.Recent is a duplicate from an old window; ACK and drop it. Except a
 // pure ACK that a reordering path merely delivered late (Linux's
 // tcp_disordered_ack): its SACK blocks and its place in the duplicate-ACK
