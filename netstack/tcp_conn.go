@@ -77,6 +77,7 @@ type tcpConn struct {
 	recovery bool // in fast recovery (RFC 6582)
 	rtxUna   bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
 
+	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
 	dupAcks              uint8
 	retries              uint8 // RTOs / SYN retransmits / probes in a row
@@ -95,7 +96,8 @@ type tcpConn struct {
 	rttSeq                      seqnum
 	sndWnd, maxSndWnd           uint32
 	cwnd, ssthresh              uint32
-	caAcked                     uint32 // bytes ACKed towards the next cwnd step in congestion avoidance (RFC 3465)
+	caAcked                     uint32 // NewReno: bytes ACKed towards the next cwnd step in congestion avoidance (RFC 3465)
+	cubic                       cubicState
 
 	// Receive sequence space.
 	irs, rcvNxt seqnum
@@ -152,6 +154,7 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 	c.gen = l.gen
 	c.rto = int64(l.cfg.RTOInitial)
 	c.ssthresh = ^uint32(0)
+	c.cc = l.cfg.CC
 	l.table.insert(k, c.id)
 	l.stats.Conns++
 	return c

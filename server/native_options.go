@@ -19,20 +19,21 @@ type NativeOptions struct {
 	Netmask   netip.Addr // (--netmask-ipv4-addr)
 	Gateway   netip.Addr // invalid: none (--gw-ipv4-addr)
 	XDPMode   afxdp.AttachMode
-	Lab       bool                      // build a veth lab with one queue per shard and serve on it
-	Impair    *lab.ImpairSpec           // put the impairment bridge in the lab (--lab-impair)
-	Frames    int                       // UMEM frames per shard (a power of two)
-	MaxConns  int                       // TCP connections per shard
-	LabPrefix string                    // lab name prefix (tests)
-	tcp       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
-	Logf      func(string, ...any)      // the socket's mode line; nil: stderr
+	Lab       bool                       // build a veth lab with one queue per shard and serve on it
+	Impair    *lab.ImpairSpec            // put the impairment bridge in the lab (--lab-impair)
+	Frames    int                        // UMEM frames per shard (a power of two)
+	MaxConns  int                        // TCP connections per shard
+	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
+	LabPrefix string                     // lab name prefix (tests)
+	tcp       func(*netstack.TCPConfig)  // tests: adjust TCP's limits and timers (nil: defaults)
+	Logf      func(string, ...any)       // the socket's mode line; nil: stderr
 }
 
 // nativeFlags holds the raw flag values until check.
 type nativeFlags struct {
 	fs                        *flag.FlagSet
 	iface, addr, mask, gw, xm string
-	impair                    string
+	impair, cc                string
 	o                         *NativeOptions
 }
 
@@ -47,6 +48,7 @@ func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	fs.StringVar(&f.impair, "lab-impair", "", "native: with --lab, put the impairment bridge in between, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1")
 	fs.IntVar(&n.Frames, "xdp-frames", 4096, "native: UMEM frames per shard (power of two; half receive, half transmit)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per shard")
+	fs.StringVar(&f.cc, "tcp-cc", "cubic", "native: TCP congestion control, cubic (as Linux) or newreno")
 	return f
 }
 
@@ -55,7 +57,7 @@ func (f *nativeFlags) unused() error {
 	var bad string
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections":
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "tcp-cc":
 			if bad == "" {
 				bad = fl.Name
 			}
@@ -86,6 +88,9 @@ func (f *nativeFlags) check(o *Options) error {
 	}
 	if n.Frames < 64 || n.Frames&(n.Frames-1) != 0 || n.Frames > 1<<20 {
 		return fmt.Errorf("--xdp-frames %d: give a power of two from 64 to 1048576", n.Frames)
+	}
+	if n.CC, err = netstack.ParseCongestionControl(f.cc); err != nil {
+		return fmt.Errorf("--tcp-cc %q: use cubic or newreno", f.cc)
 	}
 	if n.MaxConns < 1 || n.MaxConns > 1<<22 {
 		return fmt.Errorf("--max-connections %d: give 1 to 4194304", n.MaxConns)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"percore/afxdp"
+	"percore/netstack"
 	"percore/shard"
 )
 
@@ -18,7 +19,7 @@ func TestParseNativeFlags(t *testing.T) {
 	}
 	n := o.Native
 	if n.Iface != "eth1" || n.Addr.String() != "198.18.0.1" || n.Netmask.String() != "255.255.0.0" ||
-		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab {
+		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.CC != netstack.CUBIC {
 		t.Fatalf("native options %+v", n)
 	}
 	if len(o.Ports) != 3 || o.Ports[0] != 80 || o.Ports[2] != 9000 || o.Port != 80 || o.StatsInterval != 2*time.Second ||
@@ -32,6 +33,10 @@ func TestParseNativeFlags(t *testing.T) {
 	if !o.Native.Lab || o.Native.Impair == nil || o.Native.Impair.Loss != 0.05 || o.Ports[0] != 10000 {
 		t.Fatalf("--lab options %+v", o.Native)
 	}
+	o, err = ParseFlags([]string{"--network-stack", "native", "--lab", "--tcp-cc", "newreno"}, nil)
+	if err != nil || o.Native.CC != netstack.NewReno {
+		t.Fatalf("--tcp-cc newreno: %v %+v", err, o)
+	}
 	if o, _ := ParseFlags(nil, nil); o.StatsInterval != time.Second || o.PrometheusAddr != "" {
 		t.Fatalf("defaults: stats %v prometheus %q", o.StatsInterval, o.PrometheusAddr)
 	}
@@ -40,22 +45,24 @@ func TestParseNativeFlags(t *testing.T) {
 func TestParseNativeFlagErrors(t *testing.T) {
 	native := []string{"--network-stack", "native"}
 	cases := map[string][]string{
-		"needs --host-ipv4-addr": append(native, "--iface", "eth1"),
-		"--host-ipv4-addr":       append(native, "--iface", "eth1", "--host-ipv4-addr", "::1"),
-		"--netmask-ipv4-addr":    append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--netmask-ipv4-addr", "x"),
-		"--gw-ipv4-addr":         append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--gw-ipv4-addr", "y"),
-		"--xdp-mode":             append(native, "--lab", "--xdp-mode", "offload"),
-		"--lab-impair needs":     append(native, "--iface", "e", "--host-ipv4-addr", "198.18.0.1", "--lab-impair", "loss=1%"),
-		"--lab-impair \"":        append(native, "--lab", "--lab-impair", "loss=lots"),
-		"--lab chooses":          append(native, "--lab", "--iface", "eth1"),
-		"--port 0":               append(native, "--lab", "--port", "0"),
-		"--xdp-frames":           append(native, "--lab", "--xdp-frames", "1000"),
-		"--max-connections":      append(native, "--lab", "--max-connections", "0"),
-		"belongs to the native":  {"--iface", "eth1"},
-		"serves one port":        {"--port", "80,81"},
-		"not a port number":      {"--port", "eighty"},
-		"--prometheus-port":      {"--prometheus-port", "70000"},
-		"--stats-interval":       {"--stats-interval", "-1s"},
+		"needs --host-ipv4-addr":  append(native, "--iface", "eth1"),
+		"--host-ipv4-addr":        append(native, "--iface", "eth1", "--host-ipv4-addr", "::1"),
+		"--netmask-ipv4-addr":     append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--netmask-ipv4-addr", "x"),
+		"--gw-ipv4-addr":          append(native, "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1", "--gw-ipv4-addr", "y"),
+		"--xdp-mode":              append(native, "--lab", "--xdp-mode", "offload"),
+		"--lab-impair needs":      append(native, "--iface", "e", "--host-ipv4-addr", "198.18.0.1", "--lab-impair", "loss=1%"),
+		"--lab-impair \"":         append(native, "--lab", "--lab-impair", "loss=lots"),
+		"--lab chooses":           append(native, "--lab", "--iface", "eth1"),
+		"--port 0":                append(native, "--lab", "--port", "0"),
+		"--xdp-frames":            append(native, "--lab", "--xdp-frames", "1000"),
+		"--max-connections":       append(native, "--lab", "--max-connections", "0"),
+		"--tcp-cc":                append(native, "--lab", "--tcp-cc", "bbr"),
+		"belongs to the native s": {"--tcp-cc", "newreno"},
+		"belongs to the native":   {"--iface", "eth1"},
+		"serves one port":         {"--port", "80,81"},
+		"not a port number":       {"--port", "eighty"},
+		"--prometheus-port":       {"--prometheus-port", "70000"},
+		"--stats-interval":        {"--stats-interval", "-1s"},
 	}
 	for want, args := range cases {
 		_, err := ParseFlags(args, nil)

@@ -89,7 +89,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	rand.Read(seed[:])
 	drain := NewDrainGroup(len(cpus))
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
-		tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(sh.ID)}
+		tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, CC: no.CC, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(sh.ID)}
 		if no.tcp != nil {
 			no.tcp(&tcfg)
 		}
