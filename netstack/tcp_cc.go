@@ -51,16 +51,16 @@ const (
 	cubicAlphaDen = 17
 )
 
-// cubicState is CUBIC's per-connection state, in bytes and ns.
+// cubicState is CUBIC's per-connection state, in bytes and ns, 32 bytes
+// (the connection's cubicOn says whether a stage is running, and caAcked
+// carries the remainder of the cubic increase, numerator over cwnd).
 type cubicState struct {
 	epoch   int64   // start of the current congestion avoidance stage (layer clock)
-	k       float64 // seconds from epoch until the curve is back at wmax
+	westRem uint64  // remainder of W_est's increase
+	k       float32 // seconds from epoch until the curve is back at wmax
 	wmax    uint32  // window before the last reduction (after fast convergence); 0 after an RTO
 	prior   uint32  // cwnd when ssthresh was last set (cwnd_prior)
 	west    uint32  // the Reno-friendly estimate W_est
-	rem     uint32  // remainder of the cubic increase, numerator over cwnd
-	westRem uint64  // remainder of W_est's increase
-	epochOn bool
 }
 
 // ccAck grows cwnd for acked new bytes outside recovery.
@@ -135,7 +135,7 @@ func (l *tcpLayer) cubicReduce(c *tcpConn) uint32 {
 		s.wmax = c.cwnd
 	}
 	s.prior = c.cwnd
-	s.epochOn = false
+	c.cubicOn = false
 	return max(uint32(cwnd*cubicBetaNum/cubicBetaDen), 2*uint32(c.mss))
 }
 
@@ -146,14 +146,14 @@ func (l *tcpLayer) cubicAck(c *tcpConn, acked uint32) {
 	s := &c.cubic
 	mss := uint64(c.mss)
 	cwnd := uint64(c.cwnd)
-	if !s.epochOn {
-		s.epochOn, s.epoch = true, l.now
+	if !c.cubicOn {
+		c.cubicOn, s.epoch = true, l.now
 		if s.wmax < c.cwnd {
 			s.wmax = c.cwnd // no reduction to come back from: K = 0
 		}
 		// K = cbrt((W_max - cwnd_epoch)/C), in segments and seconds.
-		s.k = math.Cbrt(float64(s.wmax-c.cwnd) * cubicInvC / float64(mss))
-		s.west, s.westRem, s.rem = c.cwnd, 0, 0
+		s.k = float32(math.Cbrt(float64(s.wmax-c.cwnd) * cubicInvC / float64(mss)))
+		s.west, s.westRem, c.caAcked = c.cwnd, 0, 0
 	}
 	// W_est grows by α segments per window acked, 1 once past cwnd_prior.
 	num, den := uint64(cubicAlphaNum), uint64(cubicAlphaDen)
@@ -167,19 +167,19 @@ func (l *tcpLayer) cubicAck(c *tcpConn, acked uint32) {
 	t := float64(l.now-s.epoch) / 1e9
 	if s.west > c.cwnd && s.wcubic(t, mss) < float64(s.west) {
 		c.cwnd = s.west // Reno-friendly region
-		s.rem = 0
+		c.caAcked = 0
 		return
 	}
 	// Concave and convex regions: aim at the curve one RTT ahead,
 	// within [cwnd, 1.5 cwnd], by (target - cwnd)/cwnd per byte acked.
 	target := min(max(s.wcubic(t+float64(c.srtt)/1e9, mss), float64(cwnd)), float64(cwnd*3/2))
-	inc := uint64(s.rem) + (uint64(target)-cwnd)*uint64(acked)
+	inc := uint64(c.caAcked) + (uint64(target)-cwnd)*uint64(acked)
 	c.cwnd += uint32(inc / cwnd)
-	s.rem = uint32(inc % cwnd)
+	c.caAcked = uint32(inc % cwnd)
 }
 
 // wcubic is W_cubic(t) in bytes (RFC 9438 §4.2, eq. 1).
 func (s *cubicState) wcubic(t float64, mss uint64) float64 {
-	d := t - s.k
+	d := t - float64(s.k)
 	return cubicC*d*d*d*float64(mss) + float64(s.wmax)
 }

@@ -76,6 +76,7 @@ type tcpConn struct {
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
 	rtxUna   bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
+	cubicOn  bool // a CUBIC congestion avoidance stage is running (from cubic.epoch)
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
@@ -96,7 +97,7 @@ type tcpConn struct {
 	rttSeq                      seqnum
 	sndWnd, maxSndWnd           uint32
 	cwnd, ssthresh              uint32
-	caAcked                     uint32 // NewReno: bytes ACKed towards the next cwnd step in congestion avoidance (RFC 3465)
+	caAcked                     uint32 // towards the next cwnd step in congestion avoidance: NewReno's bytes ACKed (RFC 3465), CUBIC's remainder
 	cubic                       cubicState
 
 	// Receive sequence space.
