@@ -170,7 +170,8 @@ for path in "${paths[@]}"; do
 			done
 		done
 	done
-	stop_all # servers, then the lab
+	stop_all # servers, then the lab (which prints the bridge's counters)
+	echo "$name: bridge $(tail -n 2 "$dir/lab.out" | tr '\n' ' ')" >&2
 done
 
 echo
