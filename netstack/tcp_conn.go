@@ -76,7 +76,9 @@ type tcpConn struct {
 	rttOn    bool // rttSeq is being timed
 	recovery bool // in fast recovery (RFC 6582)
 	rtxUna   bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
+	cubicOn  bool // a CUBIC congestion avoidance stage is running (from cubic.epoch)
 
+	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
 	dupAcks              uint8
 	retries              uint8 // RTOs / SYN retransmits / probes in a row
@@ -95,7 +97,8 @@ type tcpConn struct {
 	rttSeq                      seqnum
 	sndWnd, maxSndWnd           uint32
 	cwnd, ssthresh              uint32
-	caAcked                     uint32 // bytes ACKed towards the next cwnd step in congestion avoidance (RFC 3465)
+	caAcked                     uint32 // towards the next cwnd step in congestion avoidance: NewReno's bytes ACKed (RFC 3465), CUBIC's remainder
+	cubic                       cubicState
 
 	// Receive sequence space.
 	irs, rcvNxt seqnum
@@ -152,6 +155,7 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 	c.gen = l.gen
 	c.rto = int64(l.cfg.RTOInitial)
 	c.ssthresh = ^uint32(0)
+	c.cc = l.cfg.CC
 	l.table.insert(k, c.id)
 	l.stats.Conns++
 	return c

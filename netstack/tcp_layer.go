@@ -80,6 +80,8 @@ type TCPConfig struct {
 	NoSACK        bool // do not negotiate SACK
 	NoWScale      bool // do not negotiate window scaling
 
+	CC CongestionControl // congestion control of every connection; default CUBIC
+
 	RTOInitial   time.Duration // default 1 s (RFC 6298 2.1)
 	RTOMin       time.Duration // default 200 ms (Linux; RFC 6298 says 1 s)
 	RTOMax       time.Duration // default 60 s

@@ -1,7 +1,7 @@
 package netstack
 
-// The sender side of ACK processing: RTT, congestion control (RFC 5681),
-// NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
+// The sender side of ACK processing: RTT, the congestion control hooks
+// (tcp_cc.go), NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
 // scoreboard (RFC 2018, RFC 6675 light).
 
 // newAck handles an ACK that advances SND.UNA: RTT, congestion control
@@ -35,7 +35,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		// (1) min (ssthresh, max(FlightSize, SMSS) + SMSS)".
 		c.recovery = false
 		c.dupAcks = 0
-		c.cwnd = min(c.ssthresh, max(flight, mss)+mss)
+		l.ccRecovered(c, flight)
 	case c.recovery:
 		// RFC 6582 3.2 (3) partial acknowledgment: "retransmit the first
 		// unacknowledged segment ... deflate the congestion window by the
@@ -50,21 +50,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		l.sackHole(c)
 	default:
 		c.dupAcks = 0
-		if c.cwnd < c.ssthresh {
-			c.cwnd += min(acked, mss) // slow start, RFC 5681 (2)
-		} else {
-			// Congestion avoidance by bytes acknowledged (RFC 3465
-			// 2.1, RFC 5681 3.1): one SMSS per cwnd of data ACKed,
-			// so that a receiver's delayed ACKs do not halve the
-			// growth, which at small windows (5% loss) decides the
-			// rate.
-			c.caAcked += acked
-			if c.caAcked >= c.cwnd {
-				c.caAcked -= c.cwnd
-				c.cwnd += mss
-			}
-		}
-		c.cwnd = min(c.cwnd, 1<<30)
+		l.ccAck(c, acked)
 	}
 	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
 	c.tlpDone = false
@@ -109,11 +95,9 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 		return
 	}
 	l.stats.FastRetransmits++
-	flight := c.sndMax.diff(c.sndUna)
-	c.ssthresh = max(flight/2, 2*mss)
+	l.ccLoss(c)
 	c.recover = c.sndMax
 	c.recovery = true
-	c.caAcked = 0
 	c.rtxHigh = c.sndUna
 	l.retransmitAt(c, c.sndUna)
 	c.rtxHigh = c.sndUna.add(mss)

@@ -188,12 +188,10 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 		l.closeConn(c)
 		return
 	}
+	// RFC 5681 (4): ssthresh from the algorithm; cwnd = 1 segment.
+	l.ccTimeout(c)
 	c.retries++
-	// RFC 5681 (4): ssthresh = max(FlightSize/2, 2*SMSS); cwnd = 1 segment.
-	flight := c.sndMax.diff(c.sndUna)
-	c.ssthresh = max(flight/2, 2*uint32(c.mss))
 	c.cwnd = uint32(c.mss)
-	c.caAcked = 0
 	// RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
 	c.recovery = false
 	c.recover = c.sndMax

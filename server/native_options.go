@@ -20,22 +20,23 @@ type NativeOptions struct {
 	Netmask   netip.Addr // (--netmask-ipv4-addr)
 	Gateway   netip.Addr // invalid: none (--gw-ipv4-addr)
 	XDPMode   afxdp.AttachMode
-	Lab       bool                      // build a veth lab with one queue per shard and serve on it
-	Impair    *lab.ImpairSpec           // put the impairment bridge in the lab (--lab-impair)
-	Frames    int                       // UMEM frames per shard (a power of two)
-	MaxConns  int                       // TCP connections per shard
-	RSS       native.RSS                // how shards take more rx queues than shards (--rss)
-	LabPrefix string                    // lab name prefix (tests)
-	LabQueues int                       // rx queues of the lab's interfaces (tests) [one per shard]
-	tcp       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
-	Logf      func(string, ...any)      // the queue layout and each socket's mode line; nil: stderr
+	Lab       bool                       // build a veth lab with one queue per shard and serve on it
+	Impair    *lab.ImpairSpec            // put the impairment bridge in the lab (--lab-impair)
+	Frames    int                        // UMEM frames per shard (a power of two)
+	MaxConns  int                        // TCP connections per shard
+	RSS       native.RSS                 // how shards take more rx queues than shards (--rss)
+	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
+	LabPrefix string                     // lab name prefix (tests)
+	LabQueues int                        // rx queues of the lab's interfaces (tests) [one per shard]
+	tcp       func(*netstack.TCPConfig)  // tests: adjust TCP's limits and timers (nil: defaults)
+	Logf      func(string, ...any)       // the queue layout and each socket's mode line; nil: stderr
 }
 
 // nativeFlags holds the raw flag values until check.
 type nativeFlags struct {
 	fs                        *flag.FlagSet
 	iface, addr, mask, gw, xm string
-	impair, rss               string
+	impair, rss, cc           string
 	o                         *NativeOptions
 }
 
@@ -51,6 +52,7 @@ func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
 	fs.IntVar(&n.Frames, "xdp-frames", 4096, "native: UMEM frames per shard (power of two; half receive, half transmit)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per shard")
+	fs.StringVar(&f.cc, "tcp-cc", "cubic", "native: TCP congestion control, cubic (as Linux) or newreno")
 	return f
 }
 
@@ -59,7 +61,7 @@ func (f *nativeFlags) unused() error {
 	var bad string
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss":
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss", "tcp-cc":
 			if bad == "" {
 				bad = fl.Name
 			}
@@ -80,6 +82,9 @@ func (f *nativeFlags) check(o *Options) error {
 	}
 	if n.RSS, err = native.ParseRSS(f.rss); err != nil {
 		return fmt.Errorf("--rss %q: use auto, indir, queues or off", f.rss)
+	}
+	if n.CC, err = netstack.ParseCongestionControl(f.cc); err != nil {
+		return fmt.Errorf("--tcp-cc %q: use cubic or newreno", f.cc)
 	}
 	if f.impair != "" {
 		if !n.Lab {

@@ -7,6 +7,7 @@ import (
 
 	"percore/afxdp"
 	"percore/native"
+	"percore/netstack"
 	"percore/shard"
 )
 
@@ -19,7 +20,7 @@ func TestParseNativeFlags(t *testing.T) {
 	}
 	n := o.Native
 	if n.Iface != "eth1" || n.Addr.String() != "198.18.0.1" || n.Netmask.String() != "255.255.0.0" ||
-		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.RSS != native.RSSQueues {
+		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.RSS != native.RSSQueues || n.CC != netstack.CUBIC {
 		t.Fatalf("native options %+v", n)
 	}
 	if len(o.Ports) != 3 || o.Ports[0] != 80 || o.Ports[2] != 9000 || o.Port != 80 || o.StatsInterval != 2*time.Second ||
@@ -32,6 +33,10 @@ func TestParseNativeFlags(t *testing.T) {
 	}
 	if !o.Native.Lab || o.Native.RSS != native.RSSAuto || o.Native.Impair == nil || o.Native.Impair.Loss != 0.05 || o.Ports[0] != 10000 {
 		t.Fatalf("--lab options %+v", o.Native)
+	}
+	o, err = ParseFlags([]string{"--network-stack", "native", "--lab", "--tcp-cc", "newreno"}, nil)
+	if err != nil || o.Native.CC != netstack.NewReno {
+		t.Fatalf("--tcp-cc newreno: %v %+v", err, o)
 	}
 	if o, _ := ParseFlags(nil, nil); o.StatsInterval != time.Second || o.PrometheusAddr != "" {
 		t.Fatalf("defaults: stats %v prometheus %q", o.StatsInterval, o.PrometheusAddr)
@@ -54,6 +59,8 @@ func TestParseNativeFlagErrors(t *testing.T) {
 		"--max-connections":       append(native, "--lab", "--max-connections", "0"),
 		"--rss \"all\": use auto": append(native, "--lab", "--rss", "all"),
 		"--rss belongs":           {"--rss", "off"},
+		"--tcp-cc":                append(native, "--lab", "--tcp-cc", "bbr"),
+		"belongs to the native s": {"--tcp-cc", "newreno"},
 		"belongs to the native":   {"--iface", "eth1"},
 		"serves one port":         {"--port", "80,81"},
 		"not a port number":       {"--port", "eighty"},

@@ -101,7 +101,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		}
 		for _, id := range run.dev.Owned(sh.ID) {
 			// Each queue its own stack, so each its own seed.
-			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
+			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, CC: no.CC, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
 			if no.tcp != nil {
 				no.tcp(&tcfg)
 			}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# impaired-vs-kernel.sh: download time of one large file from nginx (Linux
+# TCP sends) and from percore's httpd on the native stack (percore's TCP
+# sends), through the same impairment bridge, for several impaired paths.
+# For each path one lab (cmd/lab up --impair SPEC, seeded), both servers on
+# it, downloads interleaved (nginx, percore, nginx, percore ...), medians
+# over the rounds; every download is checked byte-exact with sha256. Prints
+# a markdown table with the percore/Linux ratio.
+#
+#   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
+#   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
+#   sudo TCP_CC=newreno ONLY=delay bench/impaired-vs-kernel.sh # percore's --tcp-cc; paths whose name contains ONLY
+#
+# The lab: client and server namespaces joined by a one-queue veth pair
+# through a middle namespace where the bridge (in the cmd/lab process)
+# drops, reorders, duplicates, corrupts and delays frames in both
+# directions (addresses from 198.18.0.0/15). percore answers for the lab's
+# .1 with its XDP program; nginx listens on the kernel address .3 of the
+# same interface, so both see the same bridge. The bridge's random stream
+# is seeded once per path and runs on across the downloads, so each server
+# sees the same kind of faults, not the same frames. Names carry this
+# script's pid; everything is stopped by pid and removed on exit.
+set -euo pipefail
+export PATH=$PATH:/usr/local/go/bin
+
+ROUNDS=${ROUNDS:-3}
+LARGE=${LARGE:-0}
+TCP_CC=${TCP_CC:-cubic}
+ONLY=${ONLY:-}
+PER_GET=${PER_GET:-300} # seconds a download may take before it counts as failed
+
+[[ $(id -u) == 0 ]] || { echo "impaired-vs-kernel: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
+for tool in nginx curl sha256sum ip ethtool go; do
+	command -v "$tool" >/dev/null || { echo "impaired-vs-kernel: $tool not found; apt-get install nginx curl iproute2 ethtool" >&2; exit 2; }
+done
+
+paths=(
+	"full mix|loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1"
+	"loss 1%|loss=1%,seed=1"
+	"reorder 10%|reorder=10%,seed=1"
+	"delay 10 ms, loss 1%|delay=10ms,loss=1%,seed=1"
+	"no impairment|loss=0%,seed=1"
+)
+if [[ -n $ONLY ]]; then
+	for i in "${!paths[@]}"; do
+		[[ ${paths[i]%%|*} == *"$ONLY"* ]] || unset 'paths[i]'
+	done
+	((${#paths[@]})) || { echo "impaired-vs-kernel: no path name contains $ONLY" >&2; exit 2; }
+fi
+sizes=(16)
+((LARGE)) && sizes+=(64)
+
+id=$$
+prefix=pi$((id % 100000))
+dir=$(mktemp -d /tmp/percore-ivk.XXXXXX)
+pids=()
+stop_all() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	pids=()
+}
+cleanup() {
+	stop_all
+	rm -rf "$dir"
+	return 0
+}
+trap cleanup EXIT
+
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+go build -o "$dir/httpd" ./cmd/httpd
+go build -o "$dir/lab" ./cmd/lab
+
+chmod 755 "$dir" # nginx workers run as an unprivileged user
+mkdir -p "$dir/www"
+for s in "${sizes[@]}"; do
+	head -c $((s << 20)) /dev/urandom >"$dir/www/f$s"
+	sum[$s]=$(sha256sum <"$dir/www/f$s" | cut -d' ' -f1)
+done
+
+# nginx with its own prefix, config, pid and logs under $dir, in the
+# foreground so that $! is its master pid.
+nginx_conf() {
+	local p=$dir/nginx
+	mkdir -p "$p/logs"
+	cat >"$p/nginx.conf" <<CONF
+worker_processes 1;
+pid $p/nginx.pid;
+error_log $p/logs/error.log warn;
+events { worker_connections 64; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $p/body; proxy_temp_path $p/proxy; fastcgi_temp_path $p/fastcgi;
+	uwsgi_temp_path $p/uwsgi; scgi_temp_path $p/scgi;
+	server {
+		listen $1:8082;
+		root $dir/www;
+	}
+}
+CONF
+}
+
+# get URL SIZE: one download in the client namespace; sets t (seconds) or
+# fails the script when the bytes differ.
+get() {
+	local out=$dir/got
+	rm -f "$out"
+	t=$(ip netns exec "$cli" curl -fsS --max-time "$PER_GET" -o "$out" -w '%{time_total}' "$1") || {
+		echo "impaired-vs-kernel: $1 failed" >&2
+		return 1
+	}
+	[[ $(sha256sum <"$out" | cut -d' ' -f1) == "${sum[$2]}" ]] || {
+		echo "impaired-vs-kernel: $1: the bytes differ" >&2
+		return 1
+	}
+}
+
+declare -A res
+for path in "${paths[@]}"; do
+	name=${path%%|*} spec=${path#*|}
+	# The lab holds while its process runs; SIGTERM removes it.
+	"$dir/lab" up --queues 1 --prefix "$prefix" --impair "$spec" >"$dir/lab.out" 2>&1 &
+	labpid=$!
+	pids+=("$labpid")
+	for _ in $(seq 100); do
+		grep -q '^holding' "$dir/lab.out" && break
+		kill -0 "$labpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q '^holding' "$dir/lab.out" || { cat "$dir/lab.out" >&2; exit 1; }
+	read -r srvif srvns ip1 < <(sed -n 's/^server interface: \([^ ]*\) in netns \([^ ]*\) .*--host-ipv4-addr \([^ ]*\) .*/\1 \2 \3/p' "$dir/lab.out")
+	cli=$(sed -n 's/^client commands:  ip netns exec \([^ ]*\) .*/\1/p' "$dir/lab.out")
+	ip3=${ip1%.*}.3
+	ip -n "$srvns" addr add "$ip3/24" dev "$srvif"
+	# The bridge copies frames as they are: the kernel must send whole,
+	# checksummed ones (the lab does the same on the client end).
+	ip netns exec "$srvns" ethtool -K "$srvif" tx off tso off gso off >/dev/null
+	nginx_conf "$ip3"
+
+	ip netns exec "$srvns" "$dir/httpd" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
+		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 2>"$dir/native.log" &
+	pids+=($!)
+	ip netns exec "$srvns" nginx -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -g 'daemon off;' &
+	pids+=($!)
+	urls=("http://$ip3:8082" "http://$ip1:8080")
+	for u in "${urls[@]}"; do # wait until each answers
+		for _ in $(seq 100); do
+			ip netns exec "$cli" curl -fs --max-time 1 -o /dev/null -I "$u/f${sizes[0]}" && break
+			sleep 0.1
+		done
+		ip netns exec "$cli" curl -fsS --max-time 2 -o /dev/null -I "$u/f${sizes[0]}" || {
+			echo "impaired-vs-kernel: $u does not answer" >&2
+			cat "$dir/native.log" "$dir/nginx/logs/error.log" >&2
+			exit 1
+		}
+	done
+
+	for s in "${sizes[@]}"; do
+		for r in $(seq "$ROUNDS"); do
+			for i in 0 1; do
+				get "${urls[i]}/f$s" "$s"
+				res[$name,$s,$i]+="$t "
+				echo "$name, $s MiB, round $r: $([[ $i == 0 ]] && echo nginx || echo percore) $t s" >&2
+			done
+		done
+	done
+	stop_all # servers, then the lab (which prints the bridge's counters)
+	echo "$name: bridge $(tail -n 2 "$dir/lab.out" | tr '\n' ' ')" >&2
+done
+
+echo
+echo "Download from nginx (Linux TCP) and percore native (--tcp-cc $TCP_CC), one file,"
+echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
+echo
+echo "| path | size | nginx (Linux) s | percore native s | percore/Linux |"
+echo "|---|---:|---:|---:|---:|"
+for path in "${paths[@]}"; do
+	name=${path%%|*} spec=${path#*|}
+	for s in "${sizes[@]}"; do
+		a=$(median <<<"${res[$name,$s,0]}")
+		b=$(median <<<"${res[$name,$s,1]}")
+		printf '| %s (`%s`) | %d MiB | %.2f | %.2f | %.2fx |\n' "$name" "$spec" "$s" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')"
+	done
+done
