@@ -290,9 +290,8 @@ func (s *Shard) run() {
 // costs the sending side a cross-CPU interrupt (tens of microseconds on a
 // virtual machine) and this side a context switch, so a client that
 // outruns its server would otherwise wake for every few replies; a nap short
-// against the latency between them (wreck keeps it under 1/32 of the median)
-// saves most of those wake-ups and delays an event by at most d. Call it on
-// the shard's goroutine (in a callback).
+// against the latency it measures saves most of those wake-ups and delays an
+// event by at most d. Call it on the shard's goroutine (in a callback).
 func (s *Shard) SetNap(d time.Duration) { s.nap = d }
 
 // Nap is the nap SetNap set.

@@ -9,7 +9,8 @@ import (
 )
 
 // Run drives the server as cfg says and returns the merged result. It returns
-// within cfg.Duration plus a few shard ticks, whatever the server does.
+// within cfg.Duration plus a few shard ticks, whatever the server does. Its
+// shards raise GOMAXPROCS as shard.Start does, and leave it raised.
 func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
