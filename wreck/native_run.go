@@ -25,10 +25,6 @@ import (
 func runNative(cfg Config) (*Result, error) {
 	n := &cfg.Native
 	server, _ := serverAddr(cfg.Server) // checked by validate
-	cpus := cfg.CPUSet
-	if len(cpus) == 0 {
-		cpus = processCPUs()
-	}
 	logf := func(string, ...any) {}
 	if cfg.Progress != nil {
 		logf = func(f string, a ...any) { fmt.Fprintf(cfg.Progress, "wreck: "+f+"\n", a...) }
