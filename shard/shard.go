@@ -84,6 +84,7 @@ type Shard struct {
 
 	stats    LoopStats
 	nap      time.Duration // see SetNap
+	idle     bool          // nothing to do for idleHandoff: sleep with the scheduler's hand-off (epollWait)
 	noPwait2 bool          // the kernel lacks epoll_pwait2: wait in milliseconds
 	final    Report        // taken as the shard exits; read after done is closed
 	started  bool
@@ -265,6 +266,7 @@ func (s *Shard) run() {
 		} else if !s.cfg.PollMode && now.Sub(lastBusy) >= s.cfg.Spin {
 			timeout = s.sleepFor(now)
 		}
+		s.idle = now.Sub(lastBusy) >= idleHandoff
 		n, err := s.wait(timeout)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
@@ -313,15 +315,21 @@ func (s *Shard) wait(timeout time.Duration) (int, error) {
 	return s.epollWait(timeout)
 }
 
+// idleHandoff is how long a shard finds nothing to do before it sleeps with
+// the scheduler's hand-off (see epollWait): sysmon preempts a goroutine that
+// has run for 10 ms.
+const idleHandoff = 10 * time.Millisecond
+
 func (s *Shard) epollWait(timeout time.Duration) (int, error) {
+	handoff := s.idle && timeout != 0
 	if !s.noPwait2 {
-		n, err := epollWait(s.epfd, s.events, timeout)
+		n, err := epollWait(s.epfd, s.events, timeout, handoff)
 		if err != unix.ENOSYS {
 			return n, err
 		}
 		s.noPwait2 = true
 	}
-	return epollWaitMs(s.epfd, s.events, timeout)
+	return epollWaitMs(s.epfd, s.events, timeout, handoff)
 }
 
 // waitStart blocks on the inbox alone until the start message (true) or a
