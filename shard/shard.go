@@ -260,14 +260,12 @@ func (s *Shard) run() {
 		if s.stopping && s.stopped(now) {
 			return
 		}
-		var timeout time.Duration
 		if busy {
 			lastBusy = now
-		} else if !s.cfg.PollMode && now.Sub(lastBusy) >= s.cfg.Spin {
-			timeout = s.sleepFor(now)
 		}
+		block := !busy && !s.cfg.PollMode && now.Sub(lastBusy) >= s.cfg.Spin
 		s.idle = now.Sub(lastBusy) >= idleHandoff
-		n, err := s.wait(timeout)
+		n, slept, err := s.wait(now, block)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				s.stats.EINTR++
@@ -276,8 +274,8 @@ func (s *Shard) run() {
 			panic(fmt.Sprintf("shard %d: epoll_wait: %v", s.ID, err))
 		}
 		if n > 0 {
-			if timeout != 0 {
-				now = time.Now() // slept: the loop's time is stale
+			if slept {
+				now = time.Now() // the loop's time is stale
 			}
 			s.dispatch(s.events[:n], now)
 			lastBusy = now
@@ -299,20 +297,26 @@ func (s *Shard) SetNap(d time.Duration) { s.nap = d }
 // Nap is the nap SetNap set.
 func (s *Shard) Nap() time.Duration { return s.nap }
 
-// wait returns the next batch of epoll events, blocking for at most timeout
-// (0: not at all, <0: until an event).
-func (s *Shard) wait(timeout time.Duration) (int, error) {
-	if timeout == 0 {
-		return s.epollWait(0)
+// wait returns the next batch of epoll events: at once, or, when the loop
+// may block, after the nap (if one is set) and blocking until the next timer
+// (slept: it may have).
+func (s *Shard) wait(now time.Time, block bool) (n int, slept bool, err error) {
+	if !block {
+		n, err = s.epollWait(0)
+		return n, false, err
 	}
 	if s.nap > 0 {
-		if n, err := s.epollWait(0); n > 0 || err != nil {
-			return n, err
+		if n, err = s.epollWait(0); n > 0 || err != nil {
+			return n, false, err
 		}
 		nanosleep(s.nap)
 	}
-	s.stats.Sleeps++
-	return s.epollWait(timeout)
+	timeout := s.sleepFor(now) // after the first look: events ready need no timer
+	if timeout != 0 {
+		s.stats.Sleeps++
+	}
+	n, err = s.epollWait(timeout)
+	return n, s.nap > 0 || timeout != 0, err
 }
 
 // idleHandoff is how long a shard finds nothing to do before it sleeps with

@@ -235,10 +235,10 @@ func TestSleepForFineTick(t *testing.T) {
 }
 
 // With a nap set, a wait that finds an event ready returns it at once, and
-// one that finds nothing naps and then blocks until its timeout; neither
+// one that finds nothing naps and then blocks until the next timer; neither
 // allocates.
 func TestWaitNaps(t *testing.T) {
-	s, err := NewDetached(Config{})
+	s, err := NewDetached(Config{Tick: 10 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,34 +252,40 @@ func TestWaitNaps(t *testing.T) {
 	if err := s.AddFD(fd, unix.EPOLLIN, s.AddSource(e), e.token); err != nil {
 		t.Fatal(err)
 	}
+	var tm Timer
 	s.SetNap(20 * time.Microsecond)
-	n, err := waitIntr(s, time.Millisecond)
-	if n != 0 || err != nil || s.stats.Sleeps != 1 {
-		t.Fatalf("wait with nothing ready: %d events (%v), %d sleeps; want 0 and 1", n, err, s.stats.Sleeps)
+	s.Wheel().Start(&tm, time.Now().Add(time.Millisecond))
+	n, slept, err := waitIntr(s)
+	if n != 0 || err != nil || !slept || s.stats.Sleeps != 1 {
+		t.Fatalf("wait with nothing ready: %d events (%v), slept %v, %d sleeps; want 0, a sleep", n, err, slept, s.stats.Sleeps)
 	}
 	one := [8]byte{1}
 	unix.Write(fd, one[:])
-	n, err = waitIntr(s, time.Hour)
-	if n != 1 || err != nil || s.stats.Sleeps != 1 {
-		t.Fatalf("wait with an event ready: %d events (%v), %d sleeps; want 1 and no sleep", n, err, s.stats.Sleeps)
+	s.Wheel().Start(&tm, time.Now().Add(time.Hour))
+	n, slept, err = waitIntr(s)
+	if n != 1 || err != nil || slept || s.stats.Sleeps != 1 {
+		t.Fatalf("wait with an event ready: %d events (%v), slept %v, %d sleeps; want 1 and no sleep", n, err, slept, s.stats.Sleeps)
 	}
 	s.dispatch(s.events[:n], time.Now())
 	if tok := <-e.got; tok != e.token {
 		t.Fatalf("token %d, want %d", tok, e.token)
 	}
-	allocs := testing.AllocsPerRun(20, func() { s.wait(100 * time.Microsecond) })
+	allocs := testing.AllocsPerRun(20, func() {
+		s.Wheel().Start(&tm, time.Now().Add(100*time.Microsecond))
+		s.wait(time.Now(), true)
+	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per wait, want 0", allocs)
 	}
 }
 
-// waitIntr is s.wait, again after EINTR (the runtime's preemption signal),
-// as the loop does.
-func waitIntr(s *Shard, timeout time.Duration) (int, error) {
+// waitIntr is a blocking s.wait, again after EINTR (the runtime's
+// preemption signal), as the loop does.
+func waitIntr(s *Shard) (int, bool, error) {
 	for {
-		n, err := s.wait(timeout)
+		n, slept, err := s.wait(time.Now(), true)
 		if err != unix.EINTR {
-			return n, err
+			return n, slept, err
 		}
 	}
 }

@@ -193,11 +193,7 @@ func (w *Wheel) Next() (time.Time, bool) {
 			off += 64 - (i & 63)
 			continue
 		}
-		// skip to the next set bit in this word
-		for word&1 == 0 {
-			word >>= 1
-			off++
-		}
+		off += int64(bits.TrailingZeros64(word)) // the next slot with timers
 		if off > n {
 			break
 		}
