@@ -217,32 +217,34 @@ func (s *Socket) Complete() int {
 func (s *Socket) FreeFrames() int { return len(s.free) }
 
 // Stats holds a socket's numbers. Kernel numbers come from XDP_STATISTICS.
+// Each field's stat tag says what it counts (count, drop, error or gauge) for
+// reports.
 type Stats struct {
 	// Kernel (XDP_STATISTICS).
-	RxDropped       uint64 // dropped for other reasons than the two below
-	RxInvalidDescs  uint64 // invalid fill descriptors
-	TxInvalidDescs  uint64 // invalid tx descriptors
-	RxRingFull      uint64 // dropped: rx ring full
-	RxFillRingEmpty uint64 // times the fill ring was empty
-	TxRingEmpty     uint64 // times the tx ring was empty on a kick
+	RxDropped       uint64 `stat:"drop"`  // dropped for other reasons than the two below
+	RxInvalidDescs  uint64 `stat:"drop"`  // invalid fill descriptors
+	TxInvalidDescs  uint64 `stat:"drop"`  // invalid tx descriptors
+	RxRingFull      uint64 `stat:"drop"`  // dropped: rx ring full
+	RxFillRingEmpty uint64 `stat:"count"` // times the fill ring was empty
+	TxRingEmpty     uint64 `stat:"count"` // times the tx ring was empty on a kick
 
 	// Socket.
-	RxFrames, RxBatches uint64
-	TxFrames, TxBatches uint64
-	Completed           uint64
-	RxBadDesc           uint64 // kernel rx descriptors outside the UMEM (dropped)
-	TxBadDesc           uint64 // caller tx descriptors outside the UMEM/chunk or empty (dropped)
-	TxRingFull          uint64 // frames dropped because the tx ring was full
-	FillBadAddr         uint64 // addresses outside the UMEM given to Release (dropped)
-	FreeBad             uint64 // frames freed outside the UMEM or twice (dropped)
-	Kicks               uint64 // sendto calls
-	KickBusy            uint64 // EAGAIN/EBUSY/ENOBUFS answers (normal backpressure)
-	KickErrors          uint64 // other errors
-	RxWakeups           uint64 // recvfrom wakeups for the fill ring
-	FreeFrames          int    // frames in the free list now
-	FillQueued          int    // frames on the fill ring, waiting for the kernel
-	RxQueued            int    // frames on the rx ring, waiting for Receive
-	TxOutstanding       int    // frames on the tx ring not yet taken by the kernel
+	RxFrames, RxBatches uint64 `stat:"count"`
+	TxFrames, TxBatches uint64 `stat:"count"`
+	Completed           uint64 `stat:"count"`
+	RxBadDesc           uint64 `stat:"drop"`  // kernel rx descriptors outside the UMEM (dropped)
+	TxBadDesc           uint64 `stat:"drop"`  // caller tx descriptors outside the UMEM/chunk or empty (dropped)
+	TxRingFull          uint64 `stat:"drop"`  // frames dropped because the tx ring was full
+	FillBadAddr         uint64 `stat:"drop"`  // addresses outside the UMEM given to Release (dropped)
+	FreeBad             uint64 `stat:"drop"`  // frames freed outside the UMEM or twice (dropped)
+	Kicks               uint64 `stat:"count"` // sendto calls
+	KickBusy            uint64 `stat:"count"` // EAGAIN/EBUSY/ENOBUFS answers (normal backpressure)
+	KickErrors          uint64 `stat:"error"` // other errors
+	RxWakeups           uint64 `stat:"count"` // recvfrom wakeups for the fill ring
+	FreeFrames          int    `stat:"gauge"` // frames in the free list now
+	FillQueued          int    `stat:"gauge"` // frames on the fill ring, waiting for the kernel
+	RxQueued            int    `stat:"gauge"` // frames on the rx ring, waiting for Receive
+	TxOutstanding       int    `stat:"gauge"` // frames on the tx ring not yet taken by the kernel
 }
 
 // Stats returns the socket's counters; one getsockopt, no allocation.

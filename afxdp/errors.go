@@ -11,12 +11,14 @@ import (
 // errors returned carry a full one-line message naming the cause and the
 // fix; these only classify them.
 var (
-	ErrPermission = errors.New("afxdp: permission denied")
-	ErrNoAFXDP    = errors.New("afxdp: kernel has no AF_XDP sockets")
-	ErrMemlock    = errors.New("afxdp: umem exceeds the locked-memory limit")
-	ErrXDPBusy    = errors.New("afxdp: interface already has an XDP program")
-	ErrNoQueue    = errors.New("afxdp: queue out of range")
-	ErrNoIface    = errors.New("afxdp: no such interface")
+	ErrPermission  = errors.New("afxdp: permission denied")
+	ErrNoAFXDP     = errors.New("afxdp: kernel has no AF_XDP sockets")
+	ErrMemlock     = errors.New("afxdp: umem exceeds the locked-memory limit")
+	ErrXDPBusy     = errors.New("afxdp: interface already has an XDP program")
+	ErrNoQueue     = errors.New("afxdp: queue out of range")
+	ErrNoIface     = errors.New("afxdp: no such interface")
+	ErrMTU         = errors.New("afxdp: MTU too large for native XDP")
+	ErrNoDriverXDP = errors.New("afxdp: the driver has no native XDP")
 )
 
 // userError is a one-line message for the user that still unwraps to its
@@ -34,7 +36,7 @@ func userErr(kind, cause error, format string, args ...any) error {
 }
 
 func ifaceError(name string, err error) error {
-	return userErr(ErrNoIface, err, "afxdp: interface %q not found in this network namespace: check `ip link`, enter the interface's namespace, or use --network-stack posix", name)
+	return userErr(ErrNoIface, err, "afxdp: interface %q not found in this network namespace: check `ip link`, or enter the interface's namespace", name)
 }
 
 func queueError(name string, q, n int) error {
@@ -46,14 +48,14 @@ func memlockError(size int, err error) error {
 }
 
 func busyError(iface string, err error) error {
-	return userErr(ErrXDPBusy, err, "afxdp: %s already has an XDP program attached by someone else: detach it (`ip link set dev %s xdp off`) or use --network-stack posix", iface, iface)
+	return userErr(ErrXDPBusy, err, "afxdp: %s already has an XDP program attached by someone else: detach it with `ip link set dev %s xdp off`", iface, iface)
 }
 
 // sysErr wraps a failed system call with context; permission errors become
 // a message that says what privileges are missing.
 func sysErr(op string, err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return userErr(ErrPermission, err, "afxdp: %s: permission denied: run as root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_IPC_LOCK) or use --network-stack posix", op)
+		return userErr(ErrPermission, err, "afxdp: %s: permission denied: run as root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_IPC_LOCK)", op)
 	}
 	return fmt.Errorf("afxdp: %s: %w", op, err)
 }

@@ -8,15 +8,14 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
+	"percore/internal/testutil"
 	"percore/lab"
 )
 
 // needRoot skips t unless the process is root and the kernel has AF_XDP.
 func needRoot(t testing.TB) {
 	t.Helper()
-	if err := Supported(); err != nil {
-		t.Skip(err)
-	}
+	testutil.SkipUnless(t, Supported())
 }
 
 // newLab skips t unless the process is root and the kernel has AF_XDP
@@ -98,14 +97,7 @@ var (
 	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 0xb}
 )
 
-func serialize(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
-	t.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+var serialize = testutil.Serialize
 
 func arpRequest(t testing.TB, src, target netip.Addr) []byte {
 	return serialize(t,

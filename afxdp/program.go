@@ -25,7 +25,7 @@ const (
 	Generic
 )
 
-// ParseAttachMode parses the --xdp-mode flag value.
+// ParseAttachMode parses an attach mode's name: native or generic.
 func ParseAttachMode(s string) (AttachMode, error) {
 	switch s {
 	case "native", "":
@@ -33,7 +33,7 @@ func ParseAttachMode(s string) (AttachMode, error) {
 	case "generic":
 		return Generic, nil
 	}
-	return 0, fmt.Errorf("afxdp: --xdp-mode %q: use native or generic", s)
+	return 0, fmt.Errorf("afxdp: attach mode %q: use native or generic", s)
 }
 
 func (m AttachMode) String() string {
@@ -294,9 +294,9 @@ func (p *Program) Attach(iface string, mode AttachMode) error {
 		case errors.Is(err, unix.ENOSPC):
 			return fmt.Errorf("afxdp: attach xdp to %s (%v): on veth the peer has more tx queues than %s has rx queues: give both ends the same queue count", iface, err, iface)
 		case errors.Is(err, unix.ERANGE):
-			return fmt.Errorf("afxdp: attach xdp to %s (%v): MTU too large for native XDP: use at most 3506 on veth, or --xdp-mode generic", iface, err)
+			return userErr(ErrMTU, err, "afxdp: attach xdp to %s (%v): MTU too large for native XDP: use at most 3506 on veth, or generic mode", iface, err)
 		case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-			return fmt.Errorf("afxdp: attach xdp to %s (%v): the driver has no native XDP: use --xdp-mode generic", iface, err)
+			return userErr(ErrNoDriverXDP, err, "afxdp: attach xdp to %s (%v): the driver has no native XDP: use generic mode", iface, err)
 		}
 		return bpfErr(fmt.Sprintf("attach xdp to %s in %s mode", iface, mode), err)
 	}

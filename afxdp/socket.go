@@ -90,7 +90,7 @@ func Open(c Config) (*Socket, error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EAFNOSUPPORT) {
-			return nil, userErr(ErrNoAFXDP, err, "afxdp: kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --network-stack posix")
+			return nil, userErr(ErrNoAFXDP, err, "afxdp: kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
 		}
 		return nil, sysErr("create socket", err)
 	}

@@ -1,5 +1,5 @@
-# lib.sh: measuring helpers that posix-vs-nginx.sh and native-vs-posix.sh
-# source. Jiffies convert to time with $(getconf CLK_TCK).
+# lib.sh: helpers that the side-by-side scripts (posix-vs-nginx.sh,
+# native-vs-posix.sh, before-after.sh) source. Jiffies convert to time with $(getconf CLK_TCK).
 
 # busy: the machine's busy jiffies so far (/proc/stat: user, nice, system,
 # irq, softirq; not idle, iowait or steal).
@@ -38,4 +38,24 @@ measure() {
 	errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
 	us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 	sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
+}
+
+# one_queue_lab: the side-by-side scripts' lab, from the caller's variables:
+# namespaces $srv and $cli joined by a one-queue veth pair $vs <-> $vc, the
+# kernel address $kernel_ip on the server end and $client_ip on the client
+# end, the client end's tx checksum/TSO/GSO offloads off (the native stack
+# drops partial checksums) and net.core.txrehash=0 there (a flow keeps its
+# queue). The caller's cleanup deletes the namespaces.
+one_queue_lab() {
+	ip netns add "$srv"
+	ip netns add "$cli"
+	ip link add "$vs" numtxqueues 1 numrxqueues 1 netns "$srv" type veth peer name "$vc" numtxqueues 1 numrxqueues 1 netns "$cli"
+	ip -n "$srv" link set lo up
+	ip -n "$cli" link set lo up
+	ip -n "$srv" link set "$vs" up
+	ip -n "$cli" link set "$vc" up
+	ip -n "$srv" addr add "$kernel_ip/24" dev "$vs"
+	ip -n "$cli" addr add "$client_ip/24" dev "$vc"
+	ip netns exec "$cli" ethtool -K "$vc" tx off tso off gso off >/dev/null
+	ip netns exec "$cli" sysctl -qw net.core.txrehash=0
 }

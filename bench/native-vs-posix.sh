@@ -62,17 +62,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 go build -o "$dir/httpd" ./cmd/httpd
 
-ip netns add "$srv"
-ip netns add "$cli"
-ip link add "$vs" numtxqueues 1 numrxqueues 1 netns "$srv" type veth peer name "$vc" numtxqueues 1 numrxqueues 1 netns "$cli"
-ip -n "$srv" link set lo up
-ip -n "$cli" link set lo up
-ip -n "$srv" link set "$vs" up
-ip -n "$cli" link set "$vc" up
-ip -n "$srv" addr add "$kernel_ip/24" dev "$vs"
-ip -n "$cli" addr add "$client_ip/24" dev "$vc"
-ip netns exec "$cli" ethtool -K "$vc" tx off tso off gso off >/dev/null
-ip netns exec "$cli" sysctl -qw net.core.txrehash=0
+one_queue_lab
 
 in_cli() { ip netns exec "$cli" "$@"; }
 

@@ -9,6 +9,7 @@ type Config struct {
 	MaxBody       int64         // larger request bodies get 413; <= 0 means DefaultMaxBody
 	HeaderTimeout time.Duration // a request's header section must arrive within this; 0 means DefaultHeaderTimeout
 	IdleTimeout   time.Duration // an idle keep-alive connection is closed after this; 0 means DefaultIdleTimeout
+	BodyTimeout   time.Duration // a request's body must arrive within this of its header; 0 means DefaultBodyTimeout
 }
 
 // Defaults for zero Config fields.
@@ -16,6 +17,7 @@ const (
 	DefaultMaxBody       = 1 << 20
 	DefaultHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
+	DefaultBodyTimeout   = 60 * time.Second
 )
 
 // Limits on request size (RFC 9112 leaves them to the server).
@@ -54,5 +56,8 @@ func (c *Config) fillDefaults() {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 }

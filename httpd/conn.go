@@ -50,6 +50,7 @@ type Conn struct {
 	progressed bool // Advance happened since the last deadline check
 	now        time.Time
 	headStart  time.Time // first byte of the current request
+	bodyStart  time.Time // end of the current request's header, when it has a body
 	lastActive time.Time
 }
 
@@ -240,14 +241,19 @@ func (c *Conn) checkPeerClosed() {
 // Closing reports that the connection is finished: close it once Output is empty.
 func (c *Conn) Closing() bool { return c.closing }
 
-// Deadline is when the connection times out (header or idle timeout), zero if none.
-// The stack calls Expire when it passes.
+// Deadline is when the connection times out (header, body or idle timeout),
+// zero if none. The header and body timeouts run from the first byte of the
+// header and from its end, whatever arrives meanwhile, so that a trickle of
+// bytes cannot hold a connection and its buffer. The stack calls Expire when
+// it passes.
 func (c *Conn) Deadline() time.Time {
-	if c.srv == nil {
+	switch {
+	case c.srv == nil:
 		return time.Time{}
-	}
-	if c.inReq && c.state == stHead {
+	case c.inReq && c.state == stHead:
 		return c.headStart.Add(c.srv.site.cfg.HeaderTimeout)
+	case c.inReq:
+		return c.bodyStart.Add(c.srv.site.cfg.BodyTimeout)
 	}
 	return c.lastActive.Add(c.srv.site.cfg.IdleTimeout)
 }
@@ -261,7 +267,7 @@ func (c *Conn) Expire(now time.Time) bool {
 	if d.IsZero() || now.Before(d) {
 		return false
 	}
-	if c.progressed && c.outBytes > 0 && !(c.inReq && c.state == stHead) {
+	if c.progressed && c.outBytes > 0 && !c.inReq {
 		// A slow reader still taking output: activity, not idleness. Advance
 		// cannot know the time, so the check happens here.
 		c.progressed = false

@@ -109,6 +109,39 @@ func TestHeaderTimeout(t *testing.T) {
 	}
 }
 
+// TestBodyTimeout: a request body must arrive within BodyTimeout of the end
+// of its header; one byte at a time extends nothing.
+func TestBodyTimeout(t *testing.T) {
+	for _, body := range []struct{ head, trickle string }{
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", "0123456789"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "64\r\n012345"},
+	} {
+		f := newFixture(t, Config{HeaderTimeout: 5 * time.Second, BodyTimeout: 20 * time.Second, IdleTimeout: time.Minute}, nil)
+		f.now = t0.Add(time.Second)
+		f.feed(body.head)
+		want := t0.Add(21 * time.Second)
+		for i := range body.trickle {
+			if !f.c.Deadline().Equal(want) {
+				t.Fatalf("deadline %v, want %v", f.c.Deadline(), want)
+			}
+			f.feed(body.trickle[i : i+1])
+			if f.c.Expire(f.now) {
+				t.Fatalf("expired after %d body bytes", i+1)
+			}
+			f.now = f.now.Add(2 * time.Second)
+		}
+		if f.c.Expire(want.Add(-time.Nanosecond)) {
+			t.Fatal("expired before the body timeout")
+		}
+		if !f.c.Expire(want) || !f.c.Closing() {
+			t.Fatal("not closed at the body timeout")
+		}
+		if st := f.srv.Stats(); st.Timeouts != 1 || st.Requests != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	}
+}
+
 func TestIdleTimeout(t *testing.T) {
 	f := newFixture(t, Config{HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}, nil)
 	f.now = f.now.Add(10 * time.Second)

@@ -37,7 +37,8 @@
 //
 //   - "/d" for a docroot directory with an index.html redirects (301) to "/d/",
 //     which serves the index, as nginx does; a directory without one is 404.
-//   - Symbolic links in the docroot are not followed.
+//   - Symbolic links in the docroot are not followed, and dotfiles and
+//     dot-directories (.git, .env) are not served.
 //   - Lookup order: exact routes, longest prefix route, static files, the
 //     built-in hello at "/", 404. A docroot index.html therefore replaces hello.
 //   - Paths are percent-decoded and normalised before lookup; "..", encoded "/"

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"percore/internal/testutil"
 )
 
 // t0 is the fake clock's start: tests never read the real clock.
@@ -118,7 +120,6 @@ func readResponses(t *testing.T, stream string, heads ...bool) []parsedResp {
 // makeDocroot writes a small docroot and returns its path.
 func makeDocroot(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
 	files := map[string]string{
 		"index.html":        "<h1>root</h1>\n",
 		"style.css":         "body{}\n",
@@ -128,16 +129,17 @@ func makeDocroot(t testing.TB) string {
 		"sub/a.txt":         "a\n",
 		"sp ace/index.html": "space\n",
 		"big.txt":           strings.Repeat("0123456789abcdef", 300<<10/16), // 300 KiB
+		".env":              "SECRET=1\n",
+		".git/config":       "[core]\n",
+		"sub/.hidden":       "hidden\n",
 	}
+	tree := map[string][]byte{}
 	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, t0.Add(-time.Hour), t0.Add(-time.Hour)); err != nil {
+		tree[name] = []byte(body)
+	}
+	dir := testutil.WriteTree(t, tree)
+	for name := range files {
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(name)), t0.Add(-time.Hour), t0.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -291,6 +291,7 @@ func (c *Conn) startBody() int {
 	case h.contentLength > 0:
 		c.state = stBody
 	}
+	c.bodyStart = c.now
 	return 0
 }
 

@@ -81,6 +81,7 @@ var (
 	connCloseLine = []byte("Connection: close\r\n")
 	connKeepLine  = []byte("Connection: keep-alive\r\n")
 	helloTailB    = []byte(helloTail)
+	allowGetHead  = []byte("GET, HEAD")
 )
 
 // serve routes the parsed request and queues its response.
@@ -120,8 +121,13 @@ func (c *Conn) serve() {
 
 	rt := c.srv.site.lookup(path)
 	switch {
-	case rt.h != nil:
-		c.serveHandler(rt.h, isHead)
+	case rt.ep != nil:
+		h := rt.ep.handler(method)
+		if h == nil {
+			c.respondText(405, isHead, rt.ep.allow, nil)
+			return
+		}
+		c.serveHandler(h, isHead)
 	case rt.file != nil:
 		if !getOrHead {
 			c.respondText(405, isHead, nil, nil)
@@ -257,9 +263,10 @@ func (c *Conn) callHandler(h Handler) (ok bool) {
 }
 
 // respondText queues a short text/plain response built in the arena: errors,
-// 404, 405 (with Allow), 301 (with Location loc + "/" + "?" query, loc being a
-// clean decoded path) and 200 for "OPTIONS *" (with Allow, no body).
-func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
+// 404, 405 (with Allow: extra, or GET, HEAD when extra is nil), 301 (with
+// Location extra + "/" + "?" query, extra being a clean decoded path) and 200
+// for "OPTIONS *" (with Allow, no body).
+func (c *Conn) respondText(status int, isHead bool, extra, query []byte) {
 	reason := statusText(status)
 	bodyLen := 3 + 1 + len(reason) + 1
 	if status == 200 {
@@ -272,12 +279,17 @@ func (c *Conn) respondText(status int, isHead bool, loc, query []byte) {
 	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
 	switch status {
 	case 200, 405:
-		b = append(b, "Allow: GET, HEAD\r\n"...)
+		if extra == nil {
+			extra = allowGetHead
+		}
+		b = append(b, "Allow: "...)
+		b = append(b, extra...)
+		b = append(b, "\r\n"...)
 	case 301:
 		// The clean path, re-encoded: a raw "//host" must not become a
 		// protocol-relative Location (an open redirect).
 		b = append(b, "Location: "...)
-		b = appendPathEscaped(b, loc)
+		b = appendPathEscaped(b, extra)
 		b = append(b, '/')
 		if query != nil {
 			b = append(b, '?')

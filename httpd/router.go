@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -21,7 +22,7 @@ type Handler func(w *ResponseWriter, r *Request)
 type Site struct {
 	cfg    Config
 	maxIn  int // largest input buffer one request may need
-	exact  map[string]Handler
+	exact  map[string]*endpoint
 	prefix []prefixRoute // longest first
 	static map[string]*staticFile
 	dirs   map[string]struct{} // "/d" for each directory with an index.html
@@ -29,7 +30,43 @@ type Site struct {
 
 type prefixRoute struct {
 	prefix string
+	ep     *endpoint
+}
+
+// endpoint is what one route pattern serves: one handler for every method
+// (Handle), or one per method (HandleMethod), the others answered 405 with
+// the Allow field prepared here.
+type endpoint struct {
+	any     Handler
+	methods []methodHandler
+	allow   []byte // "GET, HEAD, POST" for the 405 answer
+}
+
+type methodHandler struct {
+	method string
 	h      Handler
+}
+
+// handler is the endpoint's handler for method, nil for 405. HEAD is served
+// by the GET handler when it has none of its own (RFC 9110 9.3.2).
+func (e *endpoint) handler(method []byte) Handler {
+	if e.any != nil {
+		return e.any
+	}
+	var get Handler
+	for i := range e.methods {
+		m := &e.methods[i]
+		if m.method == string(method) {
+			return m.h
+		}
+		if m.method == "GET" {
+			get = m.h
+		}
+	}
+	if string(method) == "HEAD" {
+		return get
+	}
+	return nil
 }
 
 // NewSite loads the docroot (if any) into memory and registers the built-in "/".
@@ -37,7 +74,7 @@ func NewSite(cfg Config) (*Site, error) {
 	cfg.fillDefaults()
 	s := &Site{
 		cfg:    cfg,
-		exact:  make(map[string]Handler),
+		exact:  make(map[string]*endpoint),
 		static: make(map[string]*staticFile),
 		dirs:   make(map[string]struct{}),
 	}
@@ -55,31 +92,96 @@ func NewSite(cfg Config) (*Site, error) {
 // Config returns the site's configuration with defaults filled in.
 func (s *Site) Config() Config { return s.cfg }
 
-// Handle registers h for an exact path ("/api") or, with a trailing slash, a
-// prefix ("/api/" matches "/api/x" but not "/api"). Call before the shards
-// start. It panics on a pattern that does not start with "/" or a nil h, as
-// these are programming errors found at start-up.
+// Handle registers h for every method on an exact path ("/api") or, with a
+// trailing slash, a prefix ("/api/" matches "/api/x" but not "/api"). It
+// replaces what the pattern had. Call before the shards start. It panics on
+// a pattern that does not start with "/" or a nil h, as these are
+// programming errors found at start-up.
 func (s *Site) Handle(pattern string, h Handler) {
-	if !strings.HasPrefix(pattern, "/") || h == nil {
-		panic(fmt.Sprintf("httpd: bad route %q", pattern))
+	if err := CheckRoute("", pattern, h); err != nil {
+		panic(err)
 	}
+	*s.endpoint(pattern) = endpoint{any: h}
+}
+
+// HandleMethod registers h for one method (e.g. "GET", "POST") on pattern,
+// beside the pattern's other methods; a request with a method the pattern
+// has no handler for is answered 405 with an Allow field. A GET handler also
+// serves HEAD (the body is left out) unless HEAD has its own. Call before the
+// shards start; it panics like Handle, and on a method that is not a token.
+func (s *Site) HandleMethod(method, pattern string, h Handler) {
+	if method == "" {
+		panic(fmt.Sprintf("httpd: route %q: no method", pattern))
+	}
+	if err := CheckRoute(method, pattern, h); err != nil {
+		panic(err)
+	}
+	e := s.endpoint(pattern)
+	e.any = nil
+	replaced := false
+	for i := range e.methods {
+		if e.methods[i].method == method {
+			e.methods[i].h, replaced = h, true
+		}
+	}
+	if !replaced {
+		e.methods = append(e.methods, methodHandler{method, h})
+	}
+	var names []string
+	for _, m := range e.methods {
+		names = append(names, m.method)
+		if m.method == "GET" && !slices.ContainsFunc(e.methods, func(m methodHandler) bool { return m.method == "HEAD" }) {
+			names = append(names, "HEAD")
+		}
+	}
+	e.allow = []byte(strings.Join(names, ", "))
+}
+
+// CheckRoute reports what is wrong with a route before it is registered: a
+// pattern that does not start with "/", a nil handler, or a method ("" for
+// every method) that is not an HTTP token.
+func CheckRoute(method, pattern string, h Handler) error {
+	if !strings.HasPrefix(pattern, "/") {
+		return fmt.Errorf("httpd: route %q: a pattern starts with /", pattern)
+	}
+	if h == nil {
+		return fmt.Errorf("httpd: route %q: nil handler", pattern)
+	}
+	if len(method) > maxMethod {
+		return fmt.Errorf("httpd: route %q: method %q is too long", pattern, method)
+	}
+	for i := range len(method) {
+		if !isToken(method[i]) {
+			return fmt.Errorf("httpd: route %q: method %q is not a token", pattern, method)
+		}
+	}
+	return nil
+}
+
+// endpoint returns pattern's endpoint, made empty if it has none.
+func (s *Site) endpoint(pattern string) *endpoint {
 	if !strings.HasSuffix(pattern, "/") {
-		s.exact[pattern] = h
-		return
+		if e := s.exact[pattern]; e != nil {
+			return e
+		}
+		e := &endpoint{}
+		s.exact[pattern] = e
+		return e
 	}
 	for i := range s.prefix {
 		if s.prefix[i].prefix == pattern {
-			s.prefix[i].h = h
-			return
+			return s.prefix[i].ep
 		}
 	}
-	s.prefix = append(s.prefix, prefixRoute{pattern, h})
+	e := &endpoint{}
+	s.prefix = append(s.prefix, prefixRoute{pattern, e})
 	sort.SliceStable(s.prefix, func(i, j int) bool { return len(s.prefix[i].prefix) > len(s.prefix[j].prefix) })
+	return e
 }
 
 // route is what a path resolves to.
 type route struct {
-	h        Handler
+	ep       *endpoint
 	file     *staticFile
 	redirect bool // directory without its trailing slash
 	hello    bool
@@ -88,13 +190,13 @@ type route struct {
 // lookup resolves a clean, decoded path. It does not allocate: map lookups
 // keyed by string(path) are optimised by the compiler.
 func (s *Site) lookup(path []byte) route {
-	if h, ok := s.exact[string(path)]; ok {
-		return route{h: h}
+	if e, ok := s.exact[string(path)]; ok {
+		return route{ep: e}
 	}
 	for i := range s.prefix {
 		p := s.prefix[i].prefix
 		if len(path) >= len(p) && string(path[:len(p)]) == p {
-			return route{h: s.prefix[i].h}
+			return route{ep: s.prefix[i].ep}
 		}
 	}
 	if f, ok := s.static[string(path)]; ok {

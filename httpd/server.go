@@ -18,14 +18,16 @@ type Server struct {
 	logBuf []byte
 }
 
-// Stats are one shard's HTTP counters.
+// Stats are one shard's HTTP counters. Each field's stat tag says what it
+// counts (count, drop, error or gauge) for reports; "-" marks one reported by
+// hand.
 type Stats struct {
-	Requests   uint64
-	Responses  [6]uint64 // by status class: [2] is 2xx, [4] is 4xx ...
-	BadInput   uint64    // requests answered 4xx/5xx for malformed input
-	Timeouts   uint64    // connections closed by header or idle timeout
-	Panics     uint64    // handler panics, answered 500 and closed
-	LogDropped uint64    // access-log lines dropped for a full buffer, plus failed batch writes
+	Requests   uint64    `stat:"count"`
+	Responses  [6]uint64 `stat:"-"`     // by status class: [2] is 2xx, [4] is 4xx ... (one counter per class)
+	BadInput   uint64    `stat:"count"` // requests answered 4xx/5xx for malformed input
+	Timeouts   uint64    `stat:"count"` // connections closed by header, body or idle timeout
+	Panics     uint64    `stat:"error"` // handler panics, answered 500 and closed
+	LogDropped uint64    `stat:"error"` // access-log lines dropped for a full buffer, plus failed batch writes
 }
 
 // Add merges o into s (for reports across shards).

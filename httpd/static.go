@@ -45,6 +45,14 @@ func (s *Site) loadDocroot(root string) error {
 		if err != nil {
 			return fmt.Errorf("load docroot: %w", err)
 		}
+		if p != abs && strings.HasPrefix(d.Name(), ".") {
+			// Dotfiles and dot-directories (.git, .htpasswd, .env) are
+			// never served, as nginx setups commonly deny them.
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if !d.Type().IsRegular() {
 			return nil // directories are walked; links, devices and sockets skipped
 		}

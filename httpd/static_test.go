@@ -78,6 +78,9 @@ func TestStaticTypesAndDirs(t *testing.T) {
 		{"/data.bin", "200", "application/octet-stream", "\x00\x01\x02", ""},
 		{"/sub/missing", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
 		{"/link", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
+		{"/.env", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
+		{"/.git/config", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
+		{"/sub/.hidden", "404", "text/plain; charset=utf-8", "404 Not Found\n", ""},
 	} {
 		r := get(f, "GET", tc.target)
 		if got := r.header.Get("Content-Type"); itoa(r.status) != tc.status || got != tc.ctype || r.body != tc.body ||

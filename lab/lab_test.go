@@ -6,14 +6,14 @@ import (
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
+
+	"percore/internal/testutil"
 )
 
-// NeedRoot skips t when the process is not root, saying why.
+// needRoot skips t when the process is not root, saying why.
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("lab tests need root (network namespaces, veth)")
-	}
+	testutil.NeedRoot(t, "lab tests make network namespaces and veth pairs")
 }
 
 func TestNameFits(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package metrics exports the shards' counters to Prometheus. A custom
 // Collector asks the shards for their reports by message (shard.Group.Stats)
 // at scrape time and turns every named counter into a const metric with a
-// shard label, so nothing on the data path knows about Prometheus and no
+// shard label: a Prometheus gauge for a shard.Gauge, a counter for every other
+// kind. Nothing on the data path knows about Prometheus and no
 // counter is shared between shards. The endpoint is served by net/http on the
 // kernel stack, in ordinary goroutines, never on a shard.
 package metrics
@@ -50,29 +51,28 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	for _, r := range rs {
 		sh := strconv.Itoa(r.Shard)
-		c.emit(ch, "loop.iterations", r.Loop.Loops, sh)
-		c.emit(ch, "loop.sleeps", r.Loop.Sleeps, sh)
-		c.emit(ch, "loop.events", r.Loop.Events, sh)
-		c.emit(ch, "loop.timers", r.Loop.Fired, sh)
-		for _, k := range r.Counters {
-			c.emit(ch, k.Name, k.Value, sh)
+		c.emit(ch, shard.Counter{Name: "loop.iterations", Value: r.Loop.Loops}, sh)
+		c.emit(ch, shard.Counter{Name: "loop.sleeps", Value: r.Loop.Sleeps}, sh)
+		c.emit(ch, shard.Counter{Name: "loop.events", Value: r.Loop.Events}, sh)
+		c.emit(ch, shard.Counter{Name: "loop.timers", Value: r.Loop.Fired}, sh)
+		for _, ctr := range r.Counters {
+			c.emit(ch, ctr, sh)
 		}
 	}
 }
 
-func (c *Collector) emit(ch chan<- prometheus.Metric, name string, v uint64, sh string) {
-	gauge := IsGauge(name)
-	full := MetricName(name, gauge)
+func (c *Collector) emit(ch chan<- prometheus.Metric, ctr shard.Counter, sh string) {
+	full := MetricName(ctr.Name, ctr.Kind)
 	d, ok := c.descs[full]
 	if !ok {
-		d = prometheus.NewDesc(full, "percore per-shard counter "+name, []string{"shard"}, nil)
+		d = prometheus.NewDesc(full, "percore per-shard "+ctr.Kind.String()+" "+ctr.Name, []string{"shard"}, nil)
 		c.descs[full] = d
 	}
 	t := prometheus.CounterValue
-	if gauge {
+	if ctr.Kind == shard.Gauge {
 		t = prometheus.GaugeValue
 	}
-	m, err := prometheus.NewConstMetric(d, t, float64(v), sh)
+	m, err := prometheus.NewConstMetric(d, t, float64(ctr.Value), sh)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(d, err)
 		return
@@ -80,24 +80,10 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, name string, v uint64, sh 
 	ch <- m
 }
 
-// gauges are the report counters that are levels, not totals.
-var gauges = []string{".open", ".conns", ".syn_rcvd", ".time_waits", ".free_frames", ".tx_outstanding",
-	".arp_pending", ".held_tx"}
-
-// IsGauge reports whether the report counter name is a level (open
-// connections, free frames) rather than a running total.
-func IsGauge(name string) bool {
-	for _, g := range gauges {
-		if strings.HasSuffix(name, g) {
-			return true
-		}
-	}
-	return false
-}
-
-// MetricName is the Prometheus name of a report counter:
-// "tcp.retransmits" -> "percore_tcp_retransmits_total" (counters get _total).
-func MetricName(name string, gauge bool) string {
+// MetricName is the Prometheus name of a report counter of kind k:
+// "tcp.retransmits" -> "percore_tcp_retransmits_total" (every kind but a
+// gauge is a Prometheus counter and gets _total).
+func MetricName(name string, k shard.Kind) string {
 	var b strings.Builder
 	b.WriteString(Namespace)
 	b.WriteByte('_')
@@ -109,7 +95,7 @@ func MetricName(name string, gauge bool) string {
 			b.WriteByte('_')
 		}
 	}
-	if !gauge {
+	if k != shard.Gauge {
 		b.WriteString("_total")
 	}
 	return b.String()

@@ -14,29 +14,37 @@ import (
 
 func reports() []shard.Report {
 	return []shard.Report{
-		{Shard: 0, Loop: shard.LoopStats{Loops: 10}, Counters: []shard.Counter{{Name: "http.requests", Value: 7}, {Name: "native.open", Value: 2}, {Name: "tcp.retransmits", Value: 1}}},
-		{Shard: 1, Loop: shard.LoopStats{Loops: 20}, Counters: []shard.Counter{{Name: "http.requests", Value: 5}, {Name: "native.open", Value: 0}, {Name: "tcp.retransmits", Value: 3}}},
+		{Shard: 0, Loop: shard.LoopStats{Loops: 10}, Counters: []shard.Counter{
+			{Name: "http.requests", Value: 7}, {Name: "native.open", Kind: shard.Gauge, Value: 2},
+			{Name: "tcp.retransmits", Value: 1}, {Name: "xsk.rx_ring_full", Kind: shard.Drop, Value: 4}}},
+		{Shard: 1, Loop: shard.LoopStats{Loops: 20}, Counters: []shard.Counter{
+			{Name: "http.requests", Value: 5}, {Name: "native.open", Kind: shard.Gauge, Value: 0},
+			{Name: "tcp.retransmits", Value: 3}, {Name: "xsk.rx_ring_full", Kind: shard.Drop, Value: 0}}},
 	}
 }
 
 func TestCollector(t *testing.T) {
 	c := NewCollector(reports)
 	want := `
-# HELP percore_http_requests_total percore per-shard counter http.requests
+# HELP percore_http_requests_total percore per-shard count http.requests
 # TYPE percore_http_requests_total counter
 percore_http_requests_total{shard="0"} 7
 percore_http_requests_total{shard="1"} 5
-# HELP percore_native_open percore per-shard counter native.open
+# HELP percore_native_open percore per-shard gauge native.open
 # TYPE percore_native_open gauge
 percore_native_open{shard="0"} 2
 percore_native_open{shard="1"} 0
-# HELP percore_tcp_retransmits_total percore per-shard counter tcp.retransmits
+# HELP percore_tcp_retransmits_total percore per-shard count tcp.retransmits
 # TYPE percore_tcp_retransmits_total counter
 percore_tcp_retransmits_total{shard="0"} 1
 percore_tcp_retransmits_total{shard="1"} 3
+# HELP percore_xsk_rx_ring_full_total percore per-shard drop xsk.rx_ring_full
+# TYPE percore_xsk_rx_ring_full_total counter
+percore_xsk_rx_ring_full_total{shard="0"} 4
+percore_xsk_rx_ring_full_total{shard="1"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"percore_http_requests_total", "percore_native_open", "percore_tcp_retransmits_total"); err != nil {
+		"percore_http_requests_total", "percore_native_open", "percore_tcp_retransmits_total", "percore_xsk_rx_ring_full_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(c, "percore_loop_iterations_total"); n != 2 {
@@ -51,18 +59,22 @@ percore_tcp_retransmits_total{shard="1"} 3
 }
 
 func TestMetricName(t *testing.T) {
-	for in, want := range map[string]string{
-		"tcp.retransmits":    "percore_tcp_retransmits_total",
-		"xsk.rx_ring_full":   "percore_xsk_rx_ring_full_total",
-		"http.responses_2xx": "percore_http_responses_2xx_total",
-		"odd-name/x":         "percore_odd_name_x_total",
+	for _, c := range []struct {
+		name string
+		kind shard.Kind
+		want string
+	}{
+		{"tcp.retransmits", shard.Count, "percore_tcp_retransmits_total"},
+		{"xsk.rx_ring_full", shard.Drop, "percore_xsk_rx_ring_full_total"},
+		{"xsk.kick_errors", shard.Error, "percore_xsk_kick_errors_total"},
+		{"http.responses_2xx", shard.Count, "percore_http_responses_2xx_total"},
+		{"odd-name/x", shard.Count, "percore_odd_name_x_total"},
+		{"posix.open", shard.Gauge, "percore_posix_open"},
+		{"xsk.free_frames", shard.Gauge, "percore_xsk_free_frames"},
 	} {
-		if got := MetricName(in, false); got != want {
-			t.Errorf("MetricName(%q) = %q, want %q", in, got, want)
+		if got := MetricName(c.name, c.kind); got != c.want {
+			t.Errorf("MetricName(%q, %v) = %q, want %q", c.name, c.kind, got, c.want)
 		}
-	}
-	if !IsGauge("posix.open") || !IsGauge("xsk.free_frames") || IsGauge("native.accepted") {
-		t.Errorf("IsGauge misclassifies")
 	}
 }
 

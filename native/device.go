@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -19,13 +21,14 @@ import (
 // Config is the native stack on one interface. Zero fields take the
 // defaults in brackets.
 type Config struct {
-	Iface   string     // the interface whose rx queues the shards own (shard i, queue i)
+	Iface   string     // the interface whose rx queues the shards own (Device.Owned)
 	Netns   string     // named network namespace of Iface ["": the process's]
-	Addr    netip.Addr // our IPv4 address; no kernel interface may hold it
+	Addr    netip.Addr // our IPv4 address (a client's: one no kernel interface holds)
 	Netmask netip.Addr // [255.255.255.0]
 	Gateway netip.Addr // next hop to off-link peers [none]
 	MTU     int        // the largest IP MTU to use, lowered to the interface's [1500]
-	Queues  int        // shards, each owning one rx queue [1]
+	Queues  int        // shards, each owning one rx queue or more [1]
+	RSS     RSS        // how the shards take more rx queues than there are shards [RSSOff]
 
 	XDPMode afxdp.AttachMode // [afxdp.Native]
 	Frames  int              // UMEM frames per queue, a power of two [4096]
@@ -36,9 +39,12 @@ type Config struct {
 	Ports          []uint16
 	PortLo, PortHi uint16
 
-	// Logf gets the line that says how queue 0's socket bound (copy or
-	// zero-copy mode); nil: none.
+	// Logf gets the line that says which queues each shard owns, and
+	// each queue's line that says how its socket bound (copy or zero-copy
+	// mode); nil: none.
 	Logf func(format string, args ...any)
+
+	rssDir string // where an RSS table being changed is saved [rssStateDir] (tests)
 }
 
 // minMTU is the least IP MTU the stack runs on: every IPv4 host takes
@@ -55,6 +61,13 @@ type Device struct {
 	mac  netstack.MAC
 	mtu  int
 	prog *afxdp.Program
+
+	rxq   int         // the interface's rx queues
+	rss   RSS         // the strategy in use (never RSSAuto)
+	own   [][]int     // the rx queues of each shard
+	indir *indirState // the table to put back; nil: untouched
+
+	fellBack bool // RSSAuto found no table it could program
 }
 
 // Open checks the interface and attaches the steering program to it, inside
@@ -78,6 +91,12 @@ func Open(cfg Config) (_ *Device, err error) {
 	if cfg.Frames == 0 {
 		cfg.Frames = 4096
 	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.rssDir == "" {
+		cfg.rssDir = rssStateDir
+	}
 	d := &Device{cfg: cfg, ns: netns.None()}
 	if cfg.Netns != "" {
 		if d.ns, err = netns.GetFromName(cfg.Netns); err != nil {
@@ -93,12 +112,89 @@ func Open(cfg Config) (_ *Device, err error) {
 		if err := d.check(); err != nil {
 			return err
 		}
+		if err := d.spread(); err != nil {
+			return err
+		}
 		return d.attach()
 	})
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logf("%s", d.Layout())
 	return d, nil
+}
+
+// spread chooses how the shards take the rx queues (Config.RSS) and
+// programs the indirection table where that is the choice; it runs in the
+// interface's namespace.
+func (d *Device) spread() error {
+	c := &d.cfg
+	// Whatever the strategy now, a table a crashed run left goes back first.
+	if err := restoreLeftover(c.rssDir, c.Iface, c.Logf); err != nil {
+		return err
+	}
+	d.rss = c.RSS
+	if d.rxq == c.Queues {
+		d.rss = RSSOff // one queue each: nothing to spread
+	}
+	if d.rss == RSSIndir || d.rss == RSSAuto {
+		st, err := programIndir(c.rssDir, c.Iface, c.Queues)
+		switch {
+		case err == nil:
+			d.indir, d.rss = st, RSSIndir
+		case d.rss == RSSAuto && errors.Is(err, ErrIndirRefused):
+			d.rss, d.fellBack = RSSQueues, true
+		default:
+			return err
+		}
+	}
+	if d.rss == RSSQueues {
+		d.own = assignQueues(d.rxq, c.Queues)
+	} else {
+		d.own = assignQueues(c.Queues, c.Queues)
+	}
+	if d.rss == RSSOff && d.rxq > c.Queues {
+		c.Logf("native: warning: %s has %d rx queues and only %d are served: flows RSS hashes to the others go to the kernel, which resets or ignores them", c.Iface, d.rxq, c.Queues)
+	}
+	return nil
+}
+
+// Owned is the rx queues shard i owns, in order: open each with NewQueue.
+func (d *Device) Owned(i int) []int { return d.own[i] }
+
+// RSS is the strategy in use: RSSIndir, RSSQueues or RSSOff (also when
+// there are no more queues than shards).
+func (d *Device) RSS() RSS { return d.rss }
+
+// Layout is the start-up line: the queue and shard counts, the strategy and
+// which queues each shard owns.
+func (d *Device) Layout() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "native: %s: %d rx queues, %d shards: ", d.cfg.Iface, d.rxq, len(d.own))
+	switch {
+	case d.rxq == len(d.own):
+		b.WriteString("one queue each")
+	case d.rss == RSSIndir:
+		fmt.Fprintf(&b, "indir strategy (RSS table over queues 0-%d)", len(d.own)-1)
+	case d.fellBack:
+		fmt.Fprintf(&b, "%v strategy (auto: the driver has no RSS table to program)", d.rss)
+	default:
+		fmt.Fprintf(&b, "%v strategy", d.rss)
+	}
+	for i, qs := range d.own {
+		sep := "; "
+		if i == 0 {
+			sep = ", "
+		}
+		fmt.Fprintf(&b, "%sshard %d: ", sep, i)
+		for j, q := range qs {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(q))
+		}
+	}
+	return b.String()
 }
 
 // check runs in the interface's namespace.
@@ -123,10 +219,14 @@ func (d *Device) check() error {
 	if err != nil {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
 	}
+	d.rxq = nq
 	if nq < c.Queues {
-		return fmt.Errorf("native: %w: %s has %d, %d shards need %d", ErrTooFewQueues, c.Iface, nq, c.Queues, c.Queues)
+		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
-	return kernelFree(c.Addr)
+	if c.PortLo != 0 {
+		return kernelFree(c.Addr)
+	}
+	return nil
 }
 
 // attach loads the program and attaches it; it runs in the interface's
@@ -141,7 +241,7 @@ func (d *Device) attach() error {
 	d.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{
 		IP:        c.Addr,
 		Ports:     c.Ports,
-		MaxQueues: max(64, c.Queues),
+		MaxQueues: max(64, d.rxq),
 		MaxPorts:  max(1024, len(c.Ports)+span),
 	})
 	if err != nil {
@@ -155,8 +255,11 @@ func (d *Device) attach() error {
 	return d.prog.Attach(c.Iface, c.XDPMode)
 }
 
-// kernelFree refuses an address a kernel interface holds: the program would
-// take its ARP (and its TCP on our ports) away from the kernel.
+// kernelFree refuses a client an address a kernel interface holds: the
+// program would take the address's ARP, and the replies to the kernel's own
+// connections from ports in the client's range, away from the kernel. A
+// server may share its address with the kernel (the kernel keeps its other
+// ports; the benchmark lab serves both stacks on one address).
 func kernelFree(a netip.Addr) error {
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -228,6 +331,10 @@ func (d *Device) MAC() netstack.MAC { return d.mac }
 // releases the namespace. Close the queues first.
 func (d *Device) Close() error {
 	var errs []error
+	if d.indir != nil {
+		errs = append(errs, d.inNetns(d.indir.restore))
+		d.indir = nil
+	}
 	if d.prog != nil {
 		errs = append(errs, d.prog.Close())
 		d.prog = nil

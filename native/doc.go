@@ -2,12 +2,15 @@
 // one start-up that the server, the load generator and the tests share.
 //
 // Open checks the interface (root, present in its network namespace, an
-// Ethernet address, its MTU, one rx queue per shard, an address the kernel
-// does not hold) and loads and attaches the XDP program that steers our
+// Ethernet address, its MTU, at least one rx queue per shard, an address the
+// kernel does not hold), chooses how the shards take more queues than there
+// are shards (Config.RSS: the NIC's indirection table onto queues
+// 0..shards-1, or several queues per shard; Device.Owned says which), and
+// loads and attaches the XDP program that steers our
 // frames to the AF_XDP socket of the queue they arrive on: ARP for our
 // address, and TCP to our listen ports (a server) or source ports (a
-// client). Then each shard, on its own thread, calls NewQueue for its queue
-// (the AF_XDP socket, registered with the program; the AFXDPLink; the
+// client). Then each shard, on its own thread, calls NewQueue for each queue
+// it owns (the AF_XDP socket, registered with the program; the AFXDPLink; the
 // userspace Stack with TCP on, its MSS fitted to the MTU) and Register to plug
 // it into its loop: a Poller that runs the stack over the link, a Source whose
 // readable socket wakes a sleeping shard, and one wheel timer at the stack's

@@ -1,6 +1,9 @@
 package native
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors for the checks Open makes, to test with errors.Is (a
 // command adds the flag to fix). The errors returned carry the details.
@@ -12,4 +15,19 @@ var (
 	ErrMTU          = errors.New("interface MTU too small")
 	ErrTooFewQueues = errors.New("too few rx queues: one per shard")
 	ErrKernelAddr   = errors.New("address held by the kernel")
+	ErrIndirRefused = errors.New("the driver has no RSS indirection table or refused the one asked")
+	ErrRSSLeftover  = errors.New("cannot restore the RSS indirection table a run that did not stop cleanly left")
 )
+
+// QueueError is ErrTooFewQueues with the counts: the interface has Have rx
+// queues and the shards Need one each.
+type QueueError struct {
+	Iface      string
+	Have, Need int
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("native: %v: %s has %d, %d shards need %d", ErrTooFewQueues, e.Iface, e.Have, e.Need, e.Need)
+}
+
+func (e *QueueError) Unwrap() error { return ErrTooFewQueues }

@@ -49,6 +49,7 @@ func TestOpenChecks(t *testing.T) {
 		{"no namespace", func(c *Config) { c.Netns = "nosuch-netns" }, ErrNoNetns},
 		{"kernel address", func(c *Config) {
 			c.Iface, c.Netns, c.Addr = pair.ClientIf, pair.ClientNS.Name, pair.ClientIP
+			c.PortLo, c.PortHi = 40000, 40999
 		}, ErrKernelAddr},
 		{"too few queues", func(c *Config) { c.Queues = 2 }, ErrTooFewQueues},
 		{"small MTU", func(c *Config) { c.MTU = 500 }, ErrMTU},
@@ -92,8 +93,8 @@ func (e *echo) PeerClosed(now time.Time) {}
 
 type echoEP struct{}
 
-func (echoEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return &echo{} }
-func (echoEP) Release(netstack.TCPApp, time.Time)               {}
+func (echoEP) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp { return &echo{} }
+func (echoEP) Release(netstack.TCPApp, time.Time)                                   {}
 
 // counter is an App that counts its calls.
 type counter struct{ before, after uint64 }
@@ -207,5 +208,12 @@ func TestQueueOnShard(t *testing.T) {
 	stop()
 	if held := <-own.closed; held != 0 {
 		t.Errorf("the stack holds %d tx frames after Close, want 0", held)
+	}
+}
+
+// The queue's counters declare their kind.
+func TestQueueStatsDeclareKind(t *testing.T) {
+	if err := shard.CheckFields(QueueStats{}); err != nil {
+		t.Fatal(err)
 	}
 }

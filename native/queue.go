@@ -36,7 +36,7 @@ type App interface {
 // QueueStats are a queue's own counters; its stack's and socket's are read
 // from them.
 type QueueStats struct {
-	Wakeups uint64 // epoll events on the socket fd: a sleeping shard woken by received frames
+	Wakeups uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
 }
 
 // Queue is one shard's native stack on its rx queue: the AF_XDP socket, the
@@ -84,10 +84,10 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 			return nil, err
 		}
 	}
-	logf := func(string, ...any) {}
-	if id == 0 && d.cfg.Logf != nil {
-		logf = d.cfg.Logf
+	if id < 0 || id >= d.rxq {
+		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)
 	}
+	logf := d.cfg.Logf
 	q := &Queue{app: cfg.App}
 	if q.sock, err = afxdp.Open(afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameCount: d.cfg.Frames, Logf: logf}); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)

@@ -110,11 +110,20 @@ func PseudoHeaderSum(src, dst IPv4Addr, proto uint8, length uint16) uint32 {
 
 // ChecksumUpdate16 returns the new checksum field after a 16-bit word of the
 // covered data changes from old to new, without summing the data again
-// (RFC 1624 equation 3: HC' = ~(~HC + ~m + m')). It never produces the
-// 0x0000-for-0xffff ambiguity of equation 2 that RFC 1624 section 3 warns of.
+// (RFC 1624 equation 3: HC' = ~(~HC + ~m + m')).
+//
+// Ones' complement has two zeros, and a sum cannot tell which one the data
+// holds: words adding up to 0xffff, or all words zero. For the first a full
+// computation gives 0x0000, and so does equation 3; for all-zero data it
+// gives 0xffff, the only value a receiver accepts (it adds the field to the
+// data and expects 0xffff, RFC 1071), where equation 3 still gives 0x0000.
+// Data can become all zero only when new is zero, so then 0x0000 is
+// returned as 0xffff: right for all-zero data and, for other data, accepted
+// just as 0x0000 is. No protocol here gives a checksum of 0 a meaning of
+// its own, as UDP does.
 func ChecksumUpdate16(check, old, new uint16) uint16 {
 	s := uint64(^check) + uint64(^old) + uint64(new)
-	return ^uint16(fold64(s))
+	return updated(^uint16(fold64(s)), new == 0)
 }
 
 // ChecksumUpdate32 is ChecksumUpdate16 for a 32-bit field (an address or a
@@ -123,5 +132,14 @@ func ChecksumUpdate32(check uint16, old, new uint32) uint16 {
 	s := uint64(^check) +
 		uint64(^uint16(old>>16)) + uint64(^uint16(old)) +
 		uint64(uint16(new>>16)) + uint64(uint16(new))
-	return ^uint16(fold64(s))
+	return updated(^uint16(fold64(s)), new == 0)
+}
+
+// updated turns an updated checksum of 0x0000 into 0xffff when the changed
+// field became zero, the one case where the data may now be all zero.
+func updated(check uint16, newZero bool) uint16 {
+	if check == 0 && newZero {
+		return 0xffff
+	}
+	return check
 }

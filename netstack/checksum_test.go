@@ -130,6 +130,50 @@ func TestChecksumUpdate(t *testing.T) {
 	}
 }
 
+// TestChecksumUpdateZero pins the incremental update at ones' complement's
+// two zeros, on literal bytes.
+func TestChecksumUpdateZero(t *testing.T) {
+	word := func(b []byte, i int) uint16 { return binary.BigEndian.Uint16(b[i:]) }
+	for _, tc := range []struct {
+		name          string
+		before, after []byte // with their checksum fields
+		at, ck        int    // offsets of the changed word and the checksum
+		exact         bool   // after's checksum is what a full computation gives
+	}{
+		// An ICMP echo request with identifier, sequence number and no
+		// data, and its reply: all zero but for the checksum, which must
+		// be 0xffff (equation 3 alone gives 0x0000).
+		{"echo all zero", []byte{0x08, 0x00, 0xf7, 0xff, 0, 0, 0, 0}, []byte{0, 0, 0xff, 0xff, 0, 0, 0, 0}, 0, 2, true},
+		// RFC 1624 section 4: the other words sum to 0xcd7a, m = 0x5555
+		// becomes m' = 0x3285; the new checksum is 0x0000.
+		{"RFC 1624", []byte{0xcd, 0x7a, 0x55, 0x55, 0xdd, 0x2f}, []byte{0xcd, 0x7a, 0x32, 0x85, 0x00, 0x00}, 2, 4, true},
+		// A word becomes zero, the rest adds up to 0xffff: a full
+		// computation gives 0x0000, the update 0xffff; both verify.
+		{"new zero, rest 0xffff", []byte{0xff, 0xff, 0x12, 0x34, 0xed, 0xcb}, []byte{0xff, 0xff, 0, 0, 0xff, 0xff}, 2, 4, false},
+	} {
+		if Checksum(tc.before) != 0 || Checksum(tc.after) != 0 {
+			t.Fatalf("%s: the literal bytes do not verify", tc.name)
+		}
+		got := ChecksumUpdate16(word(tc.before, tc.ck), word(tc.before, tc.at), word(tc.after, tc.at))
+		if want := word(tc.after, tc.ck); got != want {
+			t.Fatalf("%s: ChecksumUpdate16 = %#04x, want %#04x", tc.name, got, want)
+		}
+		zeroed := append([]byte(nil), tc.after...)
+		zeroed[tc.ck], zeroed[tc.ck+1] = 0, 0
+		full := Checksum(zeroed)
+		if (full == got) != tc.exact {
+			t.Fatalf("%s: full computation %#04x, update %#04x", tc.name, full, got)
+		}
+	}
+	// The same for a 32-bit field: 00 00 00 01 becomes all zero.
+	if got := ChecksumUpdate32(0xfffe, 1, 0); got != 0xffff {
+		t.Fatalf("ChecksumUpdate32 to all zero = %#04x, want 0xffff", got)
+	}
+	if got := Checksum([]byte{0, 0, 0, 0, 0, 0}); got != 0xffff {
+		t.Fatalf("full computation over zeros = %#04x, want 0xffff", got)
+	}
+}
+
 // TestPseudoHeaderSumGopacket checks the pseudo-header sum against the TCP
 // checksum gopacket computes for the same segment.
 func TestPseudoHeaderSumGopacket(t *testing.T) {

@@ -1,7 +1,11 @@
-// Package netstack holds percore's network stacks: the posix stack (kernel sockets,
-// one SO_REUSEPORT listener and one epoll per shard) and the userspace stack
-// (Ethernet, ARP, IPv4, ICMP, TCP) that a shard drives over a batched Link.
+// Package netstack is percore's userspace TCP/IP stack: wire views (Ethernet,
+// ARP, IPv4, ICMP, TCP) and the per-shard Stack that a shard drives over a
+// batched Link (an AF_XDP socket's AFXDPLink, or ChanLink and FaultLink in
+// tests). It defines the contracts an application implements: TCPApp (and
+// TCPAppTimer) per connection, TCPEndpoint per listener, with TCPHandle,
+// WakeTCP, AbortTCP and UnlistenTCP to act on them outside a segment.
 //
 // It must not read a clock or start goroutines: time is an argument, and Poll
-// returns when it wants to be called again.
+// returns when it wants to be called again. It imports no percore package but
+// afxdp: HTTP, the shard loop and start-up live above it (server, native).
 package netstack

@@ -136,6 +136,10 @@ func (s *Stack) Config() Config { return s.cfg }
 // Stats returns a copy of the stack's counters.
 func (s *Stack) Stats() Stats { return s.stats }
 
+// Frames returns the frames received and sent so far: a cheap progress
+// check for a poller deciding whether a Poll did work.
+func (s *Stack) Frames() (rx, tx uint64) { return s.stats.RxFrames, s.stats.TxFrames }
+
 // Pending returns how many frames wait for ARP resolution.
 func (s *Stack) Pending() int { return len(s.pending) }
 

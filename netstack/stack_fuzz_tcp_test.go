@@ -53,7 +53,7 @@ func newFuzzEndpoint(n int) *fuzzEndpoint {
 	return ep
 }
 
-func (ep *fuzzEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
+func (ep *fuzzEndpoint) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp {
 	if len(ep.free) == 0 {
 		return nil
 	}

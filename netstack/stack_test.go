@@ -149,6 +149,19 @@ func TestEchoChecksumCorner(t *testing.T) {
 	}
 }
 
+// TestEchoReplyAllZero: a request with identifier, sequence number and data
+// all zero gets a reply that is all zero but for its checksum, which must be
+// 0xffff (RFC 1624's incremental update alone gives 0x0000 there).
+func TestEchoReplyAllZero(t *testing.T) {
+	c := newTestCtx(t, nil)
+	c.send(echoFrame(t, macB, macA, ipB, ipA, ipOpts{id: 1, flags: layers.IPv4DontFragment}, false, 0, 0, nil))
+	want := echoFrame(t, macA, macB, ipA, ipB, ipOpts{flags: layers.IPv4DontFragment}, true, 0, 0, nil)
+	if icmp := want[len(want)-ICMPv4HeaderLen:]; !bytes.Equal(icmp, []byte{0, 0, 0xff, 0xff, 0, 0, 0, 0}) {
+		t.Fatalf("gopacket's reply % x", icmp)
+	}
+	c.expect(want)
+}
+
 func TestEchoDrops(t *testing.T) {
 	c := newTestCtx(t, nil)
 	good := pingFromB(t, 1, "abcd")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"percore/internal/testutil"
 )
 
 // The test network: the stack is host A (198.18.0.1/24); peers B and C are
@@ -125,13 +127,9 @@ func dump(b []byte) string {
 
 func serialize(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	t.Helper()
-	sb := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(sb, gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true}, ls...); err != nil {
-		t.Fatal(err)
-	}
 	// gopacket pads to the 60-byte Ethernet minimum; the stack does not
 	// (the NIC does), so cut the padding for byte comparisons.
-	b := sb.Bytes()
+	b := testutil.Serialize(t, ls...)
 	if e := (Ethernet(b)); e.Valid() && e.Type() == EtherTypeIPv4 && len(b) > 14+20 {
 		b = b[:14+IPv4(b[14:]).TotalLen()]
 	} else if e.Valid() && e.Type() == EtherTypeARP && len(b) > 14+ARPLen {

@@ -4,68 +4,70 @@ package netstack
 // the stack, merged across shards at report time (Add). Every received frame
 // ends in exactly one of the counters marked "rx outcome", so they sum to
 // RxFrames; the rest annotate (IPv4Options) or count transmit-side events.
+// Each field's stat tag says what it counts (count, drop, error or gauge) for
+// reports.
 type Stats struct {
-	RxFrames uint64 // frames taken from the link
-	TxFrames uint64 // frames submitted to the link
-	Polls    uint64 // calls to Poll
+	RxFrames uint64 `stat:"count"` // frames taken from the link
+	TxFrames uint64 `stat:"count"` // frames submitted to the link
+	Polls    uint64 `stat:"count"` // calls to Poll
 
 	// Ethernet (rx outcomes)
-	EthTruncated   uint64 // shorter than the 14-byte header
-	EthNotForUs    uint64 // destination neither our MAC nor broadcast
-	EthBadSrc      uint64 // multicast or broadcast source MAC
-	EthUnknownType uint64 // EtherType other than IPv4 and ARP (VLAN tags included)
+	EthTruncated   uint64 `stat:"drop"`  // shorter than the 14-byte header
+	EthNotForUs    uint64 `stat:"count"` // destination neither our MAC nor broadcast
+	EthBadSrc      uint64 `stat:"drop"`  // multicast or broadcast source MAC
+	EthUnknownType uint64 `stat:"count"` // EtherType other than IPv4 and ARP (VLAN tags included)
 
 	// ARP (rx outcomes)
-	ARPTruncated   uint64 // shorter than 28 bytes
-	ARPUnsupported uint64 // not Ethernet/IPv4 ARP
-	ARPBadOp       uint64 // operation neither request nor reply
-	ARPBadSender   uint64 // sender MAC multicast, or sender IP a martian
-	ARPConflict    uint64 // another host claims our address
-	ARPNotForUs    uint64 // target is not our address (used only to refresh the cache)
-	ARPRequestsRx  uint64 // requests for our address (each answered unless no tx frame)
-	ARPRepliesRx   uint64 // replies for our address
+	ARPTruncated   uint64 `stat:"drop"`  // shorter than 28 bytes
+	ARPUnsupported uint64 `stat:"drop"`  // not Ethernet/IPv4 ARP
+	ARPBadOp       uint64 `stat:"drop"`  // operation neither request nor reply
+	ARPBadSender   uint64 `stat:"drop"`  // sender MAC multicast, or sender IP a martian
+	ARPConflict    uint64 `stat:"count"` // another host claims our address
+	ARPNotForUs    uint64 `stat:"count"` // target is not our address (used only to refresh the cache)
+	ARPRequestsRx  uint64 `stat:"count"` // requests for our address (each answered unless no tx frame)
+	ARPRepliesRx   uint64 `stat:"count"` // replies for our address
 
 	// ARP (tx and cache)
-	ARPRepliesTx     uint64 // replies sent
-	ARPRequestsTx    uint64 // requests sent, retries included
-	ARPResolveFailed uint64 // next hops that never answered (after ARPMaxRequests)
-	ARPEvictions     uint64 // cache entries replaced because their probe window was full
-	PendingDropFull  uint64 // frames dropped: the wait-for-resolution queue was full
-	PendingDropFail  uint64 // frames dropped: their next hop did not resolve (or was evicted)
+	ARPRepliesTx     uint64 `stat:"count"` // replies sent
+	ARPRequestsTx    uint64 `stat:"count"` // requests sent, retries included
+	ARPResolveFailed uint64 `stat:"count"` // next hops that never answered (after ARPMaxRequests)
+	ARPEvictions     uint64 `stat:"count"` // cache entries replaced because their probe window was full
+	PendingDropFull  uint64 `stat:"drop"`  // frames dropped: the wait-for-resolution queue was full
+	PendingDropFail  uint64 `stat:"drop"`  // frames dropped: their next hop did not resolve (or was evicted)
 
 	// IPv4 (rx outcomes)
-	IPv4Truncated    uint64 // shorter than 20 bytes, IHL or Total Length
-	IPv4BadVersion   uint64 // version is not 4
-	IPv4BadHeaderLen uint64 // IHL < 5
-	IPv4BadTotalLen  uint64 // Total Length < IHL*4
-	IPv4BadChecksum  uint64 // header checksum does not verify
-	IPv4BadOptions   uint64 // malformed option list
-	IPv4Fragments    uint64 // MF set or fragment offset non-zero: no reassembly
-	IPv4BadSrc       uint64 // martian source: 0/8, 127/8, multicast, class E, broadcast, ours
-	IPv4Broadcast    uint64 // to a broadcast address: nothing we serve answers broadcasts
-	IPv4WrongDst     uint64 // not our address
-	IPv4LinkBcast    uint64 // to our address but in a link-layer broadcast (RFC 1122 3.3.6)
-	IPv4UnknownProto uint64 // neither ICMP nor TCP
-	IPv4TCP          uint64 // handed to TCP
-	NoTCP            uint64 // TCP segment, but no TCP wired into the stack
+	IPv4Truncated    uint64 `stat:"drop"`  // shorter than 20 bytes, IHL or Total Length
+	IPv4BadVersion   uint64 `stat:"drop"`  // version is not 4
+	IPv4BadHeaderLen uint64 `stat:"drop"`  // IHL < 5
+	IPv4BadTotalLen  uint64 `stat:"drop"`  // Total Length < IHL*4
+	IPv4BadChecksum  uint64 `stat:"drop"`  // header checksum does not verify
+	IPv4BadOptions   uint64 `stat:"drop"`  // malformed option list
+	IPv4Fragments    uint64 `stat:"drop"`  // MF set or fragment offset non-zero: no reassembly
+	IPv4BadSrc       uint64 `stat:"drop"`  // martian source: 0/8, 127/8, multicast, class E, broadcast, ours
+	IPv4Broadcast    uint64 `stat:"count"` // to a broadcast address: nothing we serve answers broadcasts
+	IPv4WrongDst     uint64 `stat:"count"` // not our address
+	IPv4LinkBcast    uint64 `stat:"count"` // to our address but in a link-layer broadcast (RFC 1122 3.3.6)
+	IPv4UnknownProto uint64 `stat:"count"` // neither ICMP nor TCP
+	IPv4TCP          uint64 `stat:"count"` // handed to TCP
+	NoTCP            uint64 `stat:"count"` // TCP segment, but no TCP wired into the stack
 
 	// IPv4 (annotation, not an outcome)
-	IPv4Options uint64 // packets that carried (valid, skipped) options
+	IPv4Options uint64 `stat:"count"` // packets that carried (valid, skipped) options
 
 	// ICMP (rx outcomes)
-	ICMPTruncated    uint64 // shorter than 8 bytes
-	ICMPBadChecksum  uint64 // checksum does not verify
-	ICMPEchoRequests uint64 // echo requests for us (each answered unless no tx frame)
-	ICMPOther        uint64 // other types: counted and ignored
+	ICMPTruncated    uint64 `stat:"drop"`  // shorter than 8 bytes
+	ICMPBadChecksum  uint64 `stat:"drop"`  // checksum does not verify
+	ICMPEchoRequests uint64 `stat:"count"` // echo requests for us (each answered unless no tx frame)
+	ICMPOther        uint64 `stat:"count"` // other types: counted and ignored
 
 	// ICMP (tx)
-	ICMPEchoReplies uint64 // replies built (sent, or parked for ARP)
-	ICMPEchoTooBig  uint64 // request larger than a tx frame can carry
+	ICMPEchoReplies uint64 `stat:"count"` // replies built (sent, or parked for ARP)
+	ICMPEchoTooBig  uint64 `stat:"drop"`  // request larger than a tx frame can carry
 
 	// Transmit
-	TxNoFrame uint64 // the link had no free tx frame: the packet was dropped
-	TxNoRoute uint64 // off-link destination and no gateway
-	TxTooBig  uint64 // payload larger than the MTU allows (a caller bug)
+	TxNoFrame uint64 `stat:"drop"` // the link had no free tx frame: the packet was dropped
+	TxNoRoute uint64 `stat:"drop"` // off-link destination and no gateway
+	TxTooBig  uint64 `stat:"drop"` // payload larger than the MTU allows (a caller bug)
 }
 
 // Add adds o's counters to s (for merging shards).

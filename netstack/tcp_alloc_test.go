@@ -202,5 +202,5 @@ func BenchmarkTCPIdleConnBytes(b *testing.B) {
 // input and sends nothing.
 type nullEP struct{ app rrApp }
 
-func (e *nullEP) Accept(remote netip.AddrPort, now time.Time) TCPApp { return &e.app }
-func (e *nullEP) Release(app TCPApp, now time.Time)                  {}
+func (e *nullEP) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp { return &e.app }
+func (e *nullEP) Release(app TCPApp, now time.Time)                               {}

@@ -9,8 +9,8 @@ import (
 // relCount counts Release calls.
 type relCount struct{ n int }
 
-func (r *relCount) Accept(remote netip.AddrPort, now time.Time) TCPApp { return nil }
-func (r *relCount) Release(TCPApp, time.Time)                          { r.n++ }
+func (r *relCount) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp { return nil }
+func (r *relCount) Release(TCPApp, time.Time)                                       { r.n++ }
 
 // TestTCPEstablishedAndAbort: a handle is not established in SYN-SENT, is
 // once the SYN-ACK is in, and AbortTCP resets the connection: the client

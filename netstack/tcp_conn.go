@@ -25,9 +25,26 @@ func (s tcpState) String() string { return tcpStateNames[s] }
 type tcpRange struct{ l, r seqnum }
 
 const (
-	tcpMaxOOO    = 4 // out-of-order ranges held per connection
 	tcpMaxSacked = 4 // peer's SACKed ranges remembered per connection
+	tcpSACKHist  = 4 // out-of-order ranges remembered in order of arrival, for SACK blocks
+
+	// tcpOOOBytesPerRange sizes the table of out-of-order ranges that comes
+	// with a receive buffer: one range per this many bytes of buffer. A
+	// segment of at least this size (every MSS in practice: 536 at the
+	// least) makes a range of its own with a hole before it, so a buffer
+	// full of such segments never needs more ranges than that.
+	tcpOOOBytesPerRange = 512
+	// tcpMaxOOORanges caps the table for buffers above 512 KiB, where
+	// each range costs an insertion its share of a copy (8 KiB at most);
+	// past it new ranges are refused, never held ones dropped.
+	tcpMaxOOORanges = 1024
 )
+
+// oooRanges is the size of the out-of-order range table of a receive
+// buffer of n bytes.
+func oooRanges(n int) int {
+	return min(max(n/tcpOOOBytesPerRange, tcpSACKHist), tcpMaxOOORanges)
+}
 
 // tcpConn is one connection (TCB, RFC 9293 §3.3.1). Conns come from the
 // layer's pool and are reused; a conn belongs to one shard. Memory per idle
@@ -84,14 +101,15 @@ type tcpConn struct {
 	irs, rcvNxt seqnum
 	appSeq      seqnum // first byte not yet fed to the app; rcvNxt-appSeq bytes are held in rb
 	rcvAdv      seqnum // right edge of the window last advertised
+	lastAck     seqnum // Last.ACK.sent (RFC 7323 §4.3): the ACK field of the last segment sent
 	rcvFin      seqnum
 	tsRecent    uint32
 	tsOff       uint32
-	ooo         [tcpMaxOOO]tcpRange // out-of-order data held in rb, sorted
-	nooo        uint8
+	ooo         []tcpRange          // out-of-order data held in rb, sorted; its capacity comes with rb
+	sackHist    [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
+	nSACKHist   uint8
 	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
 	nsacked     uint8
-	lastOOO     uint8 // index in ooo of the range most recently changed (first SACK block)
 	rb          []byte
 	rbHead      int // index in rb of appSeq
 
@@ -103,6 +121,8 @@ type tcpConn struct {
 	// earliest, the key of the timer heap.
 	rtxAt, ackAt, kaAt, appAt, deadline int64
 	oowAckAt                            int64 // last ACK for an unacceptable segment without data
+	challengeAt                         int64 // start of the current second of challenge ACKs
+	challengeLeft                       uint16
 
 	app      TCPApp
 	appTimer TCPAppTimer // app as a TCPAppTimer, nil if it is not one
@@ -179,16 +199,24 @@ func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.free = append(l.free, c)
 }
 
+// rcvBuffer is a receive buffer of the pool with its table of
+// out-of-order ranges, lent together.
+type rcvBuffer struct {
+	data []byte
+	ooo  []tcpRange
+}
+
 // rcvBuf lends c a receive buffer; false when the pool is empty.
 func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
 	if c.rb != nil {
 		return true
 	}
 	if n := len(l.rbufs); n > 0 {
-		c.rb = l.rbufs[n-1]
+		c.rb, c.ooo = l.rbufs[n-1].data, l.rbufs[n-1].ooo[:0]
 		l.rbufs = l.rbufs[:n-1]
 	} else if l.rbufsMade < l.cfg.RcvBufs {
 		c.rb = make([]byte, l.cfg.RcvBuf)
+		c.ooo = make([]tcpRange, 0, oooRanges(l.cfg.RcvBuf))
 		l.rbufsMade++
 	} else {
 		return false
@@ -199,10 +227,10 @@ func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
 
 func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
 	if c.rb != nil {
-		l.rbufs = append(l.rbufs, c.rb)
+		l.rbufs = append(l.rbufs, rcvBuffer{c.rb, c.ooo[:0]})
 		c.rb = nil
 	}
-	c.nooo = 0
+	c.ooo, c.nSACKHist = nil, 0
 }
 
 // The TIME-WAIT list, oldest first, so that a full table can recycle the

@@ -59,11 +59,11 @@ func TestTCPSynCookieForged(t *testing.T) {
 	x.expect(seg{TCPFields: fl(R, cookie+1, 0, 0)})
 	x.sendFrom(tRemote, tRPort+1, seg{TCPFields: fl(A, tIRS+1, cookie+1, 8192)}) // other port
 	x.expect(seg{TCPFields: TCPFields{DstPort: tRPort + 1, Flags: R, Seq: cookie + 1}})
-	x.now = x.now.Add(130 * time.Second) // two cookie ticks later
+	x.now = x.now.Add(130 * time.Second) // two cookie ticks later: no cookie can be valid
 	x.send(seg{TCPFields: fl(A, tIRS+1, cookie+1, 8192)})
 	x.expect(seg{TCPFields: fl(R, cookie+1, 0, 0)})
 	x.state(tcpClosed)
-	if st := x.stats(); st.SynCookiesBad != 4 || st.SynCookiesOK != 0 || len(x.ep.apps) != 0 {
+	if st := x.stats(); st.SynCookiesBad != 3 || st.SynCookiesNoOverflow != 1 || st.SynCookiesOK != 0 || len(x.ep.apps) != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

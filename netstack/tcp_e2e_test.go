@@ -46,7 +46,7 @@ type sizeServerEP struct {
 	accepted, release int
 }
 
-func (e *sizeServerEP) Accept(remote netip.AddrPort, now time.Time) TCPApp {
+func (e *sizeServerEP) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp {
 	e.accepted++
 	return &sizeServer{body: e.body}
 }
@@ -100,8 +100,8 @@ func (c *sizeClient) PeerClosed(now time.Time) { c.peerFin = true }
 
 type releaseCounter struct{ n int }
 
-func (r *releaseCounter) Accept(netip.AddrPort, time.Time) TCPApp { return nil }
-func (r *releaseCounter) Release(TCPApp, time.Time)               { r.n++ }
+func (r *releaseCounter) Accept(netip.AddrPort, TCPHandle, time.Time) TCPApp { return nil }
+func (r *releaseCounter) Release(TCPApp, time.Time)                          { r.n++ }
 
 type e2eNet struct {
 	t      *testing.T

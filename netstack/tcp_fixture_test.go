@@ -116,7 +116,7 @@ type testEndpoint struct {
 	remote   netip.AddrPort
 }
 
-func (e *testEndpoint) Accept(remote netip.AddrPort, now time.Time) TCPApp {
+func (e *testEndpoint) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp {
 	if e.refuse {
 		return nil
 	}
@@ -296,7 +296,7 @@ func (x *tcpTest) establish() (*tcpConn, *testApp) {
 	l.setState(c, tcpEstablished)
 	c.iss, c.irs = tISS, tIRS
 	c.sndUna, c.sndNxt, c.sndMax, c.recover = tISS+1, tISS+1, tISS+1, tISS
-	c.rcvNxt, c.appSeq = tIRS+1, tIRS+1
+	c.rcvNxt, c.appSeq, c.lastAck = tIRS+1, tIRS+1, tIRS+1
 	c.rcvAdv = c.rcvNxt.add(uint32(l.cfg.RcvBuf)) // as if advertised
 	c.mss = 1460
 	c.sndWnd, c.maxSndWnd = 65535, 65535
@@ -326,7 +326,7 @@ func (x *tcpTest) inState(s tcpState) (*tcpConn, *testApp) {
 	case tcpClosing, tcpTimeWait, tcpCloseWait, tcpLastAck:
 		c.finRcvd, c.rcvFin, c.peerFed = true, tIRS+1, true
 		app.peerClosed = true
-		c.rcvNxt = tIRS + 2
+		c.rcvNxt, c.lastAck = tIRS+2, tIRS+2
 	}
 	switch s {
 	case tcpFinWait2:

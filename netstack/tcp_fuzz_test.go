@@ -176,13 +176,15 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 		if c.appSeq != end && c.rb == nil && c.state != tcpTimeWait {
 			t.Fatalf("%v: %d bytes held without a buffer", c.state, end.diff(c.appSeq))
 		}
-		for i := 0; i < int(c.nooo); i++ {
-			r := c.ooo[i]
+		if len(c.ooo) > 0 && cap(c.ooo) != oooRanges(l.cfg.RcvBuf) {
+			t.Fatalf("ooo table of %d ranges", cap(c.ooo))
+		}
+		for i, r := range c.ooo {
 			if !r.l.lt(r.r) || !r.l.gt(c.rcvNxt) || r.r.gt(c.appSeq.add(uint32(l.cfg.RcvBuf))) || c.rb == nil {
 				t.Fatalf("%v: ooo range %v rcvNxt %d appSeq %d", c.state, r, c.rcvNxt, c.appSeq)
 			}
 			if i > 0 && !c.ooo[i-1].r.lt(r.l) {
-				t.Fatalf("ooo ranges not sorted/disjoint: %v", c.ooo[:c.nooo])
+				t.Fatalf("ooo ranges not sorted/disjoint: %v", c.ooo)
 			}
 		}
 		for i := 0; i < int(c.nsacked); i++ {

@@ -27,14 +27,21 @@ func (l *tcpLayer) noConn(k tcpKey, f *TCPFields, payload []byte) {
 		// LISTEN, second: "Any acknowledgment is bad if it arrives on a
 		// connection still in the LISTEN state. An acceptable reset
 		// segment should be formed". Except the ACK that returns a SYN
-		// cookie (RFC 4987 §3.6).
-		if f.Flags&TCPFlagSYN == 0 {
+		// cookie (RFC 4987 §3.6), and only while a cookie we sent can
+		// still be valid: as Linux, no backlog overflow in that time
+		// means no cookie to take, and a blind ACK has nothing to guess.
+		switch {
+		case f.Flags&TCPFlagSYN != 0:
+			l.stats.SynCookiesBad++
+		case l.synOverflowAt == 0 || l.now-l.synOverflowAt > tcpCookieLife:
+			l.stats.SynCookiesNoOverflow++
+		default:
 			if mss := l.sec.checkCookie(k, seqnum(f.Seq-1), seqnum(f.Ack-1), l.now); mss != 0 {
 				l.cookieEstablish(ls, k, f, payload, mss)
 				return
 			}
+			l.stats.SynCookiesBad++
 		}
-		l.stats.SynCookiesBad++
 		l.resetFor(k, f, len(payload))
 	case f.Flags&TCPFlagSYN != 0:
 		// LISTEN, third: SYN.
@@ -47,175 +54,103 @@ func (l *tcpLayer) noConn(k tcpKey, f *TCPFields, payload []byte) {
 	}
 }
 
-// segment runs the state machine for a segment on an existing connection.
+// inSeg is what the steps of segment hand on: SEG.SEQ, SEG.LEN, and the
+// flags and text as the steps leave them (at the edge of a zero window a
+// segment loses its text and FIN but keeps its ACK). The header as received
+// travels beside it, not in it: escape analysis does not tell one field's
+// pointer from another's, so a *TCPFields in here would leak with the text
+// and move every segment's header to the heap.
+type inSeg struct {
+	seq     seqnum // SEG.SEQ
+	len     uint32 // SEG.LEN as received: text, SYN and FIN
+	flags   uint8
+	payload []byte
+	stale   bool // failed PAWS but let through as a reordered pure ACK
+}
+
+// segment runs the state machine for a segment on an existing connection:
+// the steps of RFC 9293 3.10.7.4 in order, one function each (a check
+// returns false when it has dealt with the segment). The tests of the bits
+// that select a step stay here, so that an ordinary segment calls only the
+// steps it needs. The third step (security) does not apply, as the stack
+// carries no IP security option, and the sixth (URG) does nothing: urgent
+// data is delivered in line as ordinary text (RFC 6093).
 func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 	if c.state == tcpSynSent {
 		l.synSent(c, f)
 		return
 	}
-	seq := seqnum(f.Seq)
-	flags := f.Flags
-	segLen := uint32(len(payload))
-	if flags&TCPFlagSYN != 0 {
-		segLen++
+	s := inSeg{seq: seqnum(f.Seq), len: uint32(len(payload)), flags: f.Flags, payload: payload}
+	if s.flags&TCPFlagSYN != 0 {
+		s.len++
 	}
-	if flags&TCPFlagFIN != 0 {
-		segLen++
+	if s.flags&TCPFlagFIN != 0 {
+		s.len++
 	}
-
-	if c.state == tcpTimeWait && flags&TCPFlagSYN != 0 && flags&(TCPFlagACK|TCPFlagRST) == 0 && seq.gt(c.rcvNxt) {
-		// A new SYN above the old connection's sequence space may reuse
-		// the 4-tuple in TIME-WAIT (RFC 9293 3.6.1, RFC 6191).
-		l.stats.TimeWaitDone++
-		l.closeConn(c)
-		l.noConn(c.key, f, payload)
+	if c.state == tcpTimeWait && !l.timeWaitSYN(c, f, &s) {
 		return
 	}
-
-	// RFC 7323 §5.3 PAWS: a segment whose timestamp is older than
-	// TS.Recent is a duplicate from an old window; ACK and drop it.
-	// Except a pure ACK that a reordering path merely delivered late
-	// (Linux's tcp_disordered_ack): its SACK blocks and its place in the
-	// duplicate-ACK count are what loss recovery runs on, and at 10%
-	// reordering one ACK in ten would be lost to PAWS otherwise.
-	stale := false
-	if c.tsOK && f.HasTimestamp && flags&TCPFlagRST == 0 && seqnum(f.TSVal).lt(seqnum(c.tsRecent)) {
-		if !l.disorderedAck(c, f, seq, segLen) {
-			l.stats.PAWSDrop++
-			l.oowAck(c, segLen)
-			return
-		}
-		l.stats.DisorderedAcks++
-		stale = true
-	}
-
-	// fourth (checked first, as RFC 5961 §4.2 wants it "irrespective of the
-	// sequence number"): a SYN in a synchronized state gets a challenge
-	// ACK. We do the same in SYN-RECEIVED rather than go back to LISTEN
-	// (RFC 9293), so that a blind SYN cannot kill a handshake; only the
-	// peer's own SYN again gets our SYN-ACK again.
-	if flags&TCPFlagSYN != 0 && flags&TCPFlagRST == 0 {
-		if c.state == tcpSynRcvd && seq == c.irs && flags&TCPFlagACK == 0 {
-			l.stats.Retransmits++
-			l.sendSyn(c, true)
-			return
-		}
-		l.challengeAck(c)
+	if c.tsOK && f.HasTimestamp && !l.checkPAWS(c, f, &s) { // RFC 7323 §5.3 PAWS, before the sequence check
 		return
 	}
-
-	// first: check sequence number (the four cases of RFC 9293 3.10.7.4).
-	wnd := uint32(0)
-	if edge := c.appSeq.add(uint32(l.cfg.RcvBuf)); edge.gt(c.rcvNxt) {
-		wnd = edge.diff(c.rcvNxt)
-	}
-	if !tcpAcceptable(seq, segLen, c.rcvNxt, wnd) {
-		switch {
-		case wnd == 0 && seq == c.rcvNxt:
-			// "If the RCV.WND is zero, no segments will be
-			// acceptable, but special allowance should be made to
-			// accept valid ACKs, URGs, and RSTs." The text is
-			// dropped and ACKed.
-			if len(payload) > 0 || flags&TCPFlagFIN != 0 {
-				l.stats.OutOfWindow++
-				c.ackNow = true
-			}
-			payload = nil
-			flags &^= TCPFlagFIN
-		case flags&TCPFlagRST != 0:
-			// "If an incoming segment is not acceptable ... (unless
-			// the RST bit is set, if so drop the segment and return)"
-			l.stats.OutOfWindow++
-			return
-		default:
-			// "an acknowledgment should be sent in reply
-			// <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>"
-			if c.state == tcpTimeWait && flags&TCPFlagFIN != 0 {
-				// TIME-WAIT: "Acknowledge it, and restart the 2 MSL timeout."
-				c.rtxAt = l.now + int64(l.cfg.TimeWait)
-			}
-			if segLen > 0 && seq.add(segLen).leq(c.rcvNxt) {
-				l.stats.DupSegs++
-			} else {
-				l.stats.OutOfWindow++
-			}
-			l.oowAck(c, segLen)
-			return
-		}
-	}
-
-	// second: RST, RFC 5961 §3.2: "If the RST bit is set and the sequence
-	// number exactly matches the next expected sequence number (RCV.NXT),
-	// then TCP MUST reset the connection"; in the window but not exact:
-	// "TCP MUST send an ACK (challenge ACK)".
-	if flags&TCPFlagRST != 0 {
-		if seq == c.rcvNxt {
-			l.stats.ResetsIn++
-			l.closeConn(c)
-			return
-		}
-		l.challengeAck(c)
+	if s.flags&TCPFlagSYN != 0 && s.flags&TCPFlagRST == 0 { // fourth, checked first
+		l.synArrived(c, &s)
 		return
 	}
-
-	// RFC 7323 §4.3: TS.Recent follows the segment that covers RCV.NXT.
-	if c.tsOK && f.HasTimestamp && seq.leq(c.rcvNxt) && seqnum(f.TSVal).geq(seqnum(c.tsRecent)) {
-		c.tsRecent = f.TSVal
-	}
-
-	// fifth: ACK. "if the ACK bit is off, drop the segment and return"
-	if flags&TCPFlagACK == 0 {
-		l.stats.NoAckDrop++
+	if !l.checkSeq(c, &s) { // first
 		return
 	}
-	ack := seqnum(f.Ack)
-	if c.state == tcpSynRcvd {
-		// "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED state
-		// and continue processing"; "If the segment acknowledgment is
-		// not acceptable, form a reset segment <SEQ=SEG.ACK><CTL=RST>".
-		if !(c.sndUna.lt(ack) && ack.leq(c.sndMax)) {
-			l.resetFor(c.key, f, len(payload))
-			return
-		}
-		if c.rttOn && c.retries == 0 {
-			l.rttSample(c, l.now-c.rttTime)
-		}
-		c.rttOn = false
-		c.sndUna, c.rtxAt = ack, 0
-		c.sndWnd = uint32(f.Window) << c.sndWScale
-		c.maxSndWnd = max(c.maxSndWnd, c.sndWnd)
-		c.sndWl1, c.sndWl2 = seq, ack
-		if !l.establish(c) {
-			return
-		}
-	}
-	if !l.ackArrived(c, f, seq, ack, len(payload), stale) {
+	if s.flags&TCPFlagRST != 0 { // second
+		l.rstArrived(c, &s)
 		return
 	}
-
-	// seventh: segment text, in ESTABLISHED, FIN-WAIT-1 and FIN-WAIT-2.
-	// In CLOSE-WAIT, CLOSING, LAST-ACK and TIME-WAIT: "This should not
-	// occur since a FIN has been received from the remote side. Ignore."
-	if len(payload) > 0 {
-		switch c.state {
-		case tcpEstablished, tcpFinWait1, tcpFinWait2:
-			if !c.finPend || seq.lt(c.rcvFin) {
-				l.receive(c, seq, payload)
-			} else {
-				l.stats.AfterFinDrop++
-			}
-		default:
-			l.stats.AfterFinDrop++
-		}
+	l.updateTSRecent(c, f, &s)
+	if !l.checkACK(c, f, &s) { // fifth
+		return
 	}
-
-	// eighth: FIN.
-	if flags&TCPFlagFIN != 0 {
-		l.finArrived(c, seq.add(uint32(len(payload))))
+	if len(s.payload) > 0 { // seventh
+		l.segmentText(c, &s)
+	}
+	if s.flags&TCPFlagFIN != 0 { // eighth
+		l.finArrived(c, s.seq.add(uint32(len(s.payload))))
 	}
 	if c.state != tcpClosed {
 		l.output(c)
 	}
+}
+
+// timeWaitSYN lets a new SYN above the old connection's sequence space
+// reuse the 4-tuple in TIME-WAIT (RFC 9293 3.6.1, RFC 6191): the old
+// connection ends and the SYN goes to the listener.
+func (l *tcpLayer) timeWaitSYN(c *tcpConn, f *TCPFields, s *inSeg) bool {
+	if s.flags&TCPFlagSYN == 0 || s.flags&(TCPFlagACK|TCPFlagRST) != 0 || !s.seq.gt(c.rcvNxt) {
+		return true
+	}
+	l.stats.TimeWaitDone++
+	l.closeConn(c)
+	l.noConn(c.key, f, s.payload)
+	return false
+}
+
+// checkPAWS is RFC 7323 §5.3 PAWS, for a segment with a timestamp on a
+// connection that uses them: a segment whose timestamp is older than
+// TS.Recent is a duplicate from an old window; ACK and drop it. Except a
+// pure ACK that a reordering path merely delivered late (Linux's
+// tcp_disordered_ack): its SACK blocks and its place in the duplicate-ACK
+// count are what loss recovery runs on, and at 10% reordering one ACK in
+// ten would be lost to PAWS otherwise.
+func (l *tcpLayer) checkPAWS(c *tcpConn, f *TCPFields, s *inSeg) bool {
+	if s.flags&TCPFlagRST != 0 || !seqnum(f.TSVal).lt(seqnum(c.tsRecent)) {
+		return true
+	}
+	if !l.disorderedAck(c, f, s.seq, s.len) {
+		l.stats.PAWSDrop++
+		l.oowAck(c, s.len)
+		return false
+	}
+	l.stats.DisorderedAcks++
+	s.stale = true
+	return true
 }
 
 // disorderedAck reports whether a segment that failed PAWS is a pure ACK
@@ -234,6 +169,70 @@ func (l *tcpLayer) disorderedAck(c *tcpConn, f *TCPFields, seq seqnum, segLen ui
 		return false
 	}
 	return c.tsRecent-f.TSVal <= uint32(max(c.rto/1e6, 1))
+}
+
+// synArrived is the fourth step, taken first as RFC 5961 §4.2 wants it
+// "irrespective of the sequence number": a SYN in a synchronized state gets
+// a challenge ACK. We do the same in SYN-RECEIVED rather than go back to
+// LISTEN (RFC 9293), so that a blind SYN cannot kill a handshake; only the
+// peer's own SYN again gets our SYN-ACK again.
+func (l *tcpLayer) synArrived(c *tcpConn, s *inSeg) {
+	if c.state == tcpSynRcvd && s.seq == c.irs && s.flags&TCPFlagACK == 0 {
+		l.stats.Retransmits++
+		l.sendSyn(c, true)
+		return
+	}
+	l.challengeAck(c)
+}
+
+// checkSeq is the first step: check the sequence number (the four cases of
+// RFC 9293 3.10.7.4).
+func (l *tcpLayer) checkSeq(c *tcpConn, s *inSeg) bool {
+	wnd := uint32(0)
+	if edge := c.appSeq.add(uint32(l.cfg.RcvBuf)); edge.gt(c.rcvNxt) {
+		wnd = edge.diff(c.rcvNxt)
+	}
+	if tcpAcceptable(s.seq, s.len, c.rcvNxt, wnd) {
+		// "If a segment's contents straddle the boundary between old
+		// and new, only the new parts are processed": text beyond the
+		// window is trimmed later, and a FIN beyond it is not taken.
+		if s.flags&TCPFlagFIN != 0 && !s.seq.add(uint32(len(s.payload))).lt(c.rcvNxt.add(wnd)) {
+			l.stats.FinBeyondWindow++
+			s.flags &^= TCPFlagFIN
+		}
+		return true
+	}
+	switch {
+	case wnd == 0 && s.seq == c.rcvNxt:
+		// "If the RCV.WND is zero, no segments will be acceptable, but
+		// special allowance should be made to accept valid ACKs, URGs,
+		// and RSTs." The text is dropped and ACKed.
+		if len(s.payload) > 0 || s.flags&TCPFlagFIN != 0 {
+			l.stats.OutOfWindow++
+			c.ackNow = true
+		}
+		s.payload = nil
+		s.flags &^= TCPFlagFIN
+		return true
+	case s.flags&TCPFlagRST != 0:
+		// "If an incoming segment is not acceptable ... (unless the RST
+		// bit is set, if so drop the segment and return)"
+		l.stats.OutOfWindow++
+		return false
+	}
+	// "an acknowledgment should be sent in reply
+	// <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>"
+	if c.state == tcpTimeWait && s.flags&TCPFlagFIN != 0 {
+		// TIME-WAIT: "Acknowledge it, and restart the 2 MSL timeout."
+		c.rtxAt = l.now + int64(l.cfg.TimeWait)
+	}
+	if s.len > 0 && s.seq.add(s.len).leq(c.rcvNxt) {
+		l.stats.DupSegs++
+	} else {
+		l.stats.OutOfWindow++
+	}
+	l.oowAck(c, s.len)
+	return false
 }
 
 // tcpAcceptable is the segment acceptability test of RFC 9293 3.10.7.4:
@@ -257,11 +256,52 @@ func tcpAcceptable(seq seqnum, segLen uint32, rcvNxt seqnum, wnd uint32) bool {
 	}
 }
 
-// ackArrived is step five for synchronized states. It reports false when
-// the segment was dropped or the connection is gone.
-// A stale ACK (a disordered one PAWS let through) does not update the
-// send window: a later ACK has already said more.
-func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int, stale bool) bool {
+// rstArrived is the second step, as RFC 5961 §3.2 has it: "If the RST bit
+// is set and the sequence number exactly matches the next expected sequence
+// number (RCV.NXT), then TCP MUST reset the connection"; in the window but
+// not exact: "TCP MUST send an ACK (challenge ACK)".
+//
+// In TIME-WAIT a RST is ignored (RFC 1337): it would end the quiet time
+// that keeps old duplicates away from a new incarnation.
+func (l *tcpLayer) rstArrived(c *tcpConn, s *inSeg) {
+	if c.state == tcpTimeWait {
+		l.stats.TimeWaitRST++
+		return
+	}
+	if s.seq == c.rcvNxt {
+		l.stats.ResetsIn++
+		l.closeConn(c)
+		return
+	}
+	l.challengeAck(c)
+}
+
+// updateTSRecent is RFC 7323 §4.3 (2): "If SEG.TSval >= TS.Recent and
+// SEG.SEQ =< Last.ACK.sent, then SEG.TSval is copied to TS.Recent". With
+// Last.ACK.sent rather than RCV.NXT a delayed ACK echoes the timestamp of
+// the earliest segment it acknowledges, which is what the peer's RTT
+// measurement needs.
+func (l *tcpLayer) updateTSRecent(c *tcpConn, f *TCPFields, s *inSeg) {
+	if c.tsOK && f.HasTimestamp && s.seq.leq(c.lastAck) && seqnum(f.TSVal).geq(seqnum(c.tsRecent)) {
+		c.tsRecent = f.TSVal
+	}
+}
+
+// checkACK is the fifth step, check the ACK field: "if the ACK bit is off,
+// drop the segment and return"; in SYN-RECEIVED an acceptable ACK first
+// establishes the connection (synRcvdAck). It reports false when the
+// segment was dropped or the connection is gone. A stale ACK (a disordered
+// one PAWS let through) does not update the send window: a later ACK has
+// already said more.
+func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
+	if s.flags&TCPFlagACK == 0 {
+		l.stats.NoAckDrop++
+		return false
+	}
+	seq, ack := s.seq, seqnum(f.Ack)
+	if c.state == tcpSynRcvd && !l.synRcvdAck(c, f, s) {
+		return false
+	}
 	// RFC 5961 §5.2: acceptable if (SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT.
 	if ack.gt(c.sndMax) {
 		// RFC 9293: "If the ACK acks something not yet sent (SEG.ACK >
@@ -299,7 +339,7 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int, 
 		if c.state == tcpClosed {
 			return false
 		}
-	case ack == c.sndUna && n == 0 && f.Flags&TCPFlagFIN == 0 && c.sndMax != c.sndUna && (wnd == c.sndWnd || newSack):
+	case ack == c.sndUna && len(s.payload) == 0 && f.Flags&TCPFlagFIN == 0 && c.sndMax != c.sndUna && (wnd == c.sndWnd || newSack):
 		// RFC 5681 §2 duplicate ACK; with SACK, an ACK that brings new
 		// SACK information counts whatever its window (RFC 6675 §2 and
 		// 5: the scoreboard, not the window, tells a duplicate). Linux
@@ -312,7 +352,7 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int, 
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
 	// SND.WL2 =< SEG.ACK)), set SND.WND <- SEG.WND, set SND.WL1 <-
 	// SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-	if !stale && ack.geq(c.sndUna) && (c.sndWl1.lt(seq) || (c.sndWl1 == seq && c.sndWl2.leq(ack))) {
+	if !s.stale && ack.geq(c.sndUna) && (c.sndWl1.lt(seq) || (c.sndWl1 == seq && c.sndWl2.leq(ack))) {
 		c.sndWnd, c.sndWl1, c.sndWl2 = wnd, seq, ack
 		c.maxSndWnd = max(c.maxSndWnd, wnd)
 		if wnd > 0 && c.persist {
@@ -337,10 +377,49 @@ func (l *tcpLayer) ackArrived(c *tcpConn, f *TCPFields, seq, ack seqnum, n int, 
 	return true
 }
 
+// synRcvdAck is step five in SYN-RECEIVED: "If SND.UNA < SEG.ACK =< SND.NXT,
+// then enter ESTABLISHED state and continue processing"; "If the segment
+// acknowledgment is not acceptable, form a reset segment
+// <SEQ=SEG.ACK><CTL=RST>". It reports false when the segment was answered
+// or the connection is gone.
+func (l *tcpLayer) synRcvdAck(c *tcpConn, f *TCPFields, s *inSeg) bool {
+	ack := seqnum(f.Ack)
+	if !(c.sndUna.lt(ack) && ack.leq(c.sndMax)) {
+		l.resetFor(c.key, f, len(s.payload))
+		return false
+	}
+	if c.rttOn && c.retries == 0 {
+		l.rttSample(c, l.now-c.rttTime)
+	}
+	c.rttOn = false
+	c.sndUna, c.rtxAt = ack, 0
+	c.sndWnd = uint32(f.Window) << c.sndWScale
+	c.maxSndWnd = max(c.maxSndWnd, c.sndWnd)
+	c.sndWl1, c.sndWl2 = s.seq, ack
+	return l.establish(c)
+}
+
 func (l *tcpLayer) enterTimeWait(c *tcpConn) {
 	l.setState(c, tcpTimeWait)
 	c.rtxAt = l.now + int64(l.cfg.TimeWait)
 	c.ackAt, c.kaAt, c.persist = 0, 0, false
+}
+
+// segmentText is the seventh step: process the segment text in ESTABLISHED,
+// FIN-WAIT-1 and FIN-WAIT-2. In CLOSE-WAIT, CLOSING, LAST-ACK and
+// TIME-WAIT: "This should not occur since a FIN has been received from the
+// remote side. Ignore the segment text."
+func (l *tcpLayer) segmentText(c *tcpConn, s *inSeg) {
+	switch c.state {
+	case tcpEstablished, tcpFinWait1, tcpFinWait2:
+		if !c.finPend || s.seq.lt(c.rcvFin) {
+			l.receive(c, s.seq, s.payload)
+		} else {
+			l.stats.AfterFinDrop++
+		}
+	default:
+		l.stats.AfterFinDrop++
+	}
 }
 
 // finArrived is step eight for a FIN at sequence number fin.

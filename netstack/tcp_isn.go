@@ -91,6 +91,10 @@ func (s *tcpSecrets) isnFor(k tcpKey, now int64) seqnum {
 // tick it was made in and the one before (64-128 s), like Linux.
 const tcpCookieTick = 64e9 // ns
 
+// tcpCookieLife is the longest a cookie stays valid: to the end of the tick
+// after the one it was made in.
+const tcpCookieLife = 2 * tcpCookieTick
+
 // tcpCookieMSS are the MSS values a cookie can encode (Linux's table, RFC 4987 §3.6).
 var tcpCookieMSS = [8]uint16{536, 1300, 1440, 1460, 4312, 8960, 1220, 1380}
 

@@ -44,8 +44,9 @@ type TCPAppTimer interface {
 // connections a client opens). It is set up once, not called per segment.
 type TCPEndpoint interface {
 	// Accept returns the app for a connection that just completed its
-	// handshake, or nil to refuse it (the peer gets a RST).
-	Accept(remote netip.AddrPort, now time.Time) TCPApp
+	// handshake, or nil to refuse it (the peer gets a RST). h is the
+	// connection's handle, for WakeTCP and AbortTCP outside a segment.
+	Accept(remote netip.AddrPort, h TCPHandle, now time.Time) TCPApp
 	// Release is called once when the connection is gone (closed, reset or
 	// timed out, or in TIME_WAIT); app is not used by TCP afterwards.
 	Release(app TCPApp, now time.Time)
@@ -141,62 +142,71 @@ func (c *TCPConfig) setDefaults() {
 }
 
 // TCPStats are one shard's TCP counters. Every dropped segment is counted in
-// exactly one of the *Drop counters or answered by a counted RST or ACK.
+// exactly one of the *Drop counters or answered by a counted RST or ACK. Each
+// field's stat tag says what it counts (count, drop, error or gauge) for reports.
 type TCPStats struct {
-	InSegs, OutSegs uint64
-	Retransmits     uint64 // data, SYN, SYN-ACK or FIN segments sent again
+	InSegs, OutSegs uint64 `stat:"count"`
+	Retransmits     uint64 `stat:"count"` // data, SYN, SYN-ACK or FIN segments sent again
 
-	HeaderDrop   uint64 // truncated header or bad data offset
-	ChecksumDrop uint64
-	OptionDrop   uint64 // malformed options
-	NoPortRST    uint64 // segment to a port nobody listens on, answered by RST
-	NoConnDrop   uint64 // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
-	TableFull    uint64 // SYN dropped: MaxConns reached
-	TxNoBuf      uint64 // segment not sent: no tx frame
+	HeaderDrop   uint64 `stat:"drop"` // truncated header or bad data offset
+	ChecksumDrop uint64 `stat:"drop"`
+	OptionDrop   uint64 `stat:"drop"`  // malformed options
+	NoPortRST    uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
+	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
+	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
+	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
+	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
 
-	PassiveOpens, ActiveOpens uint64
-	AcceptRefused             uint64 // Accept returned nil: RST
-	SynCookiesSent            uint64
-	SynCookiesOK              uint64
-	SynCookiesBad             uint64 // ACK to a listener with no valid cookie: RST
-	SynRcvdTimeout            uint64 // SYN-ACK retries exhausted
-	SynSentTimeout            uint64 // SYN retries exhausted
+	PassiveOpens, ActiveOpens uint64 `stat:"count"`
+	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
+	SynCookiesSent            uint64 `stat:"count"`
+	SynCookiesOK              uint64 `stat:"count"`
+	SynCookiesBad             uint64 `stat:"count"` // ACK to a listener with no valid cookie: RST
+	SynCookiesNoOverflow      uint64 `stat:"count"` // ACK to a listener while no cookie can be valid (no recent backlog overflow): RST
+	MSSClamped                uint64 `stat:"count"` // peer MSS option below tcpMinSndMSS, raised to it
+	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
+	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 
-	OutOfWindow    uint64 // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
-	ChallengeACKs  uint64 // RFC 5961 challenge ACKs sent
-	ChallengeLimit uint64 // challenge ACKs suppressed by the rate limit
-	OOWAckLimit    uint64 // ACKs for unacceptable segments without data suppressed (500 ms per connection)
-	AckTooNew      uint64 // ACK for data not sent: ACK back, drop
-	AckTooOld      uint64 // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
-	ResetsIn       uint64 // acceptable RSTs that closed a connection
-	ResetsOut      uint64
-	PAWSDrop       uint64 // RFC 7323 PAWS rejected
-	DisorderedAcks uint64 // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
-	NoAckDrop      uint64 // segment without ACK in a synchronized state
+	OutOfWindow    uint64 `stat:"count"` // unacceptable segment, answered by ACK (RFC 9293 3.10.7.4)
+	ChallengeACKs  uint64 `stat:"count"` // RFC 5961 challenge ACKs sent
+	ChallengeLimit uint64 `stat:"drop"`  // challenge ACKs suppressed by the rate limit
+	OOWAckLimit    uint64 `stat:"drop"`  // ACKs for unacceptable segments without data suppressed (500 ms per connection)
+	AckTooNew      uint64 `stat:"count"` // ACK for data not sent: ACK back, drop
+	AckTooOld      uint64 `stat:"count"` // ACK older than SND.UNA-MAX.SND.WND: challenge, drop
+	ResetsIn       uint64 `stat:"count"` // acceptable RSTs that closed a connection
+	TimeWaitRST    uint64 `stat:"drop"`  // RSTs in TIME-WAIT, ignored (RFC 1337)
+	ResetsOut      uint64 `stat:"count"`
+	PAWSDrop       uint64 `stat:"drop"`  // RFC 7323 PAWS rejected
+	DisorderedAcks uint64 `stat:"count"` // pure duplicate ACKs that failed PAWS only by arriving late, taken (Linux tcp_disordered_ack)
+	NoAckDrop      uint64 `stat:"drop"`  // segment without ACK in a synchronized state
 
-	OOOSegs      uint64 // out-of-order segments queued
-	OOODrop      uint64 // out-of-order segments not queued (range table or buffer pool full)
-	RcvBufEmpty  uint64 // bytes refused because the buffer pool was empty
-	DupSegs      uint64 // segments entirely duplicate
-	AfterFinDrop uint64 // text beyond the peer's FIN, ignored (RFC 9293 step seven)
+	OOOSegs         uint64 `stat:"count"` // out-of-order segments queued
+	OOODrop         uint64 `stat:"drop"`  // out-of-order segments not queued (range table or buffer pool full)
+	OOOFull         uint64 `stat:"count"` // of OOODrop: the range table was full and the segment joined no range
+	FinBeyondWindow uint64 `stat:"drop"`  // FINs of segments trimmed at the window's right edge, not taken
+	RcvBufEmpty     uint64 `stat:"count"` // bytes refused because the buffer pool was empty
+	DupSegs         uint64 `stat:"count"` // segments entirely duplicate
+	AfterFinDrop    uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
-	RTOTimeouts      uint64
-	RTOAborts        uint64 // Retries exhausted: RST
-	FastRetransmits  uint64
-	LostRetransmits  uint64 // retransmissions found lost by SACK and sent again without an RTO
-	TailLossProbes   uint64 // RFC 8985 probes sent
-	RecoveryProbes   uint64 // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
-	SACKSkipped      uint64 // bytes not retransmitted because SACKed
-	PersistProbes    uint64
-	KeepProbes       uint64
-	KeepAborts       uint64
-	FinWait2Timeout  uint64
-	DelayedAcks      uint64 // ACKs sent by the delayed-ACK timer
-	AppTimeouts      uint64 // TCPAppTimer expiries: FIN when idle, else RST
-	TimeWaitDone     uint64
-	TimeWaitRecycled uint64 // TIME-WAIT connections closed early: table full, or the port reused by Connect
+	RTOTimeouts      uint64 `stat:"count"`
+	RTOAborts        uint64 `stat:"count"` // Retries exhausted: RST
+	FastRetransmits  uint64 `stat:"count"`
+	LostRetransmits  uint64 `stat:"count"` // retransmissions found lost by SACK and sent again without an RTO
+	TailLossProbes   uint64 `stat:"count"` // RFC 8985 probes sent
+	RecoveryProbes   uint64 `stat:"count"` // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
+	SACKSkipped      uint64 `stat:"count"` // bytes not retransmitted because SACKed
+	SACKCleared      uint64 `stat:"count"` // RTOs that cleared a SACK scoreboard (RFC 6675 §5.1)
+	PersistProbes    uint64 `stat:"count"`
+	KeepProbes       uint64 `stat:"count"`
+	KeepAborts       uint64 `stat:"count"`
+	FinWait2Timeout  uint64 `stat:"count"`
+	DelayedAcks      uint64 `stat:"count"` // ACKs sent by the delayed-ACK timer
+	AppTimeouts      uint64 `stat:"count"` // TCPAppTimer expiries: FIN when idle, else RST
+	TimeWaitDone     uint64 `stat:"count"`
+	TimeWaitRecycled uint64 `stat:"count"` // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
-	Conns, SynRcvd, TimeWaits int // gauges
+	Conns, SynRcvd, TimeWaits int `stat:"gauge"` // connections now: all, in SYN-RCVD, in TIME-WAIT
+	RcvBufsUsed               int `stat:"gauge"` // reassembly buffers lent to connections
 }
 
 // tcpListener is one listening port.
@@ -224,20 +234,35 @@ type tcpLayer struct {
 	free      []*tcpConn
 	gen       int32       // generation of the last conn handed out (TCPHandle)
 	woken     []TCPHandle // conns to run output for at the next poll
+	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpHeap
-	rbufs     [][]byte // free receive buffers
+	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
-	// RFC 5961 §7 challenge ACK limit: at most tcpChallengeLimit per second.
-	challengeSec   int64
-	challengeCount int
+	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
+
+	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 
 	stats TCPStats
 }
 
-const tcpChallengeLimit = 1000
+// tcpChallengeLimit is the mean number of challenge ACKs one connection
+// sends per second (RFC 5961 §7). The limit is per connection and each
+// second's budget is drawn at random in [limit/2, 3*limit/2): a counter
+// shared by all connections, or a fixed one, lets an off-path attacker
+// count a victim connection's challenge ACKs in its own (CVE-2016-5696).
+const tcpChallengeLimit = 10
+
+// random returns a pseudo-random number (xorshift64*), for what only needs
+// to be unpredictable to a peer that cannot see the seed.
+func (l *tcpLayer) random() uint32 {
+	l.rnd ^= l.rnd >> 12
+	l.rnd ^= l.rnd << 25
+	l.rnd ^= l.rnd >> 27
+	return uint32((l.rnd * 2685821657736338717) >> 32)
+}
 
 // Errors of the setup and active-open API.
 var (
@@ -260,6 +285,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 	if !now.IsZero() {
 		l.setNow(now)
 	}
+	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
 	return l
@@ -296,6 +322,16 @@ func (l *tcpLayer) listen(port uint16, ep TCPEndpoint) error {
 	}
 	l.listeners = append(l.listeners, tcpListener{port: port, ep: ep})
 	return nil
+}
+
+// unlisten stops accepting connections on port.
+func (l *tcpLayer) unlisten(port uint16) {
+	for i := range l.listeners {
+		if l.listeners[i].port == port {
+			l.listeners = append(l.listeners[:i], l.listeners[i+1:]...)
+			return
+		}
+	}
 }
 
 func (l *tcpLayer) listener(port uint16) *tcpListener {
@@ -398,22 +434,26 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 	l.noConn(k, &f, t.Payload())
 }
 
-// poll runs the timers that are due and returns the next deadline (zero when
-// no timer is armed).
+// poll runs woken connections and the timers that are due, and returns the
+// next deadline: now when a send found no tx frame and waits for the next
+// poll, zero when nothing is armed.
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
-	for len(l.timers.h) > 0 {
+	for len(l.timers.h) > 0 && l.timers.h[0].deadline <= l.now {
 		c := l.timers.h[0]
-		if c.deadline > l.now {
-			return l.epoch.Add(time.Duration(c.deadline))
-		}
 		l.fire(c)
 		if c.state != tcpClosed {
 			l.schedule(c)
 		}
+	}
+	switch {
+	case len(l.woken) > 0:
+		return now
+	case len(l.timers.h) > 0:
+		return l.epoch.Add(time.Duration(l.timers.h[0].deadline))
 	}
 	return time.Time{}
 }
@@ -459,9 +499,13 @@ func (l *tcpLayer) wake(h TCPHandle) {
 	l.woken = append(l.woken, h)
 }
 
-// runWoken sends what woken connections have to send.
+// runWoken sends what woken connections have to send. A connection whose
+// send finds no tx frame wakes itself again, into a fresh list for the
+// next poll.
 func (l *tcpLayer) runWoken() {
-	for _, h := range l.woken {
+	woken := l.woken
+	l.woken = l.wokenNext[:0]
+	for _, h := range woken {
 		c := l.conns[h.id]
 		if c.gen != h.gen || c.state == tcpClosed {
 			continue
@@ -472,6 +516,6 @@ func (l *tcpLayer) runWoken() {
 			l.schedule(c)
 		}
 	}
-	clear(l.woken)
-	l.woken = l.woken[:0]
+	clear(woken)
+	l.wokenNext = woken[:0]
 }

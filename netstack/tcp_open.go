@@ -5,12 +5,22 @@ import "net/netip"
 // Opening connections: option negotiation, SYN-RECEIVED from a SYN or a SYN
 // cookie, ESTABLISHED, and SYN-SENT for active opens (RFC 9293 3.10.7.2-3).
 
+// tcpMinSndMSS is the smallest peer MSS we send with, as Linux's
+// tcp_min_snd_mss (CVE-2019-11479): a tiny MSS would make a transfer cost a
+// segment per byte, and one below the 12 bytes of the timestamp option
+// would leave no room for data at all.
+const tcpMinSndMSS = 48
+
 // negotiate sets c's options from the peer's SYN or SYN-ACK f; for an
 // active open c's flags hold what we offered.
 func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 	mss := f.MSS
 	if mss == 0 {
 		mss = 536 // RFC 9293 3.7.1: default send MSS
+	}
+	if mss < tcpMinSndMSS {
+		l.stats.MSSClamped++
+		mss = tcpMinSndMSS
 	}
 	c.mss = min(mss, l.cfg.MSS)
 	c.wsOK = f.HasWScale && !l.cfg.NoWScale
@@ -30,7 +40,7 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 	}
 	c.irs = seqnum(f.Seq)
 	c.rcvNxt = c.irs.add(1)
-	c.appSeq, c.rcvAdv = c.rcvNxt, c.rcvNxt
+	c.appSeq, c.rcvAdv, c.lastAck = c.rcvNxt, c.rcvNxt, c.rcvNxt
 	// The window of a SYN is never scaled (RFC 7323 2.2).
 	c.sndWnd = uint32(f.Window)
 	c.maxSndWnd = c.sndWnd
@@ -47,6 +57,7 @@ func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
 	if l.stats.SynRcvd >= l.cfg.SynBacklog {
 		// Backlog full: answer statelessly (RFC 4987 §3.6). The cookie
 		// holds only the MSS, so the SYN-ACK offers no other option.
+		l.synOverflowAt = l.now
 		peerMSS := f.MSS
 		if peerMSS == 0 {
 			peerMSS = 536
@@ -85,7 +96,7 @@ func (l *tcpLayer) cookieEstablish(ls *tcpListener, k tcpKey, f *TCPFields, payl
 	c.iss = seqnum(f.Ack - 1)
 	c.sndUna, c.sndNxt, c.sndMax, c.recover = seqnum(f.Ack), seqnum(f.Ack), seqnum(f.Ack), c.iss
 	c.irs = seqnum(f.Seq - 1)
-	c.rcvNxt, c.appSeq, c.rcvAdv = seqnum(f.Seq), seqnum(f.Seq), seqnum(f.Seq)
+	c.rcvNxt, c.appSeq, c.rcvAdv, c.lastAck = seqnum(f.Seq), seqnum(f.Seq), seqnum(f.Seq), seqnum(f.Seq)
 	c.mss = min(mss, l.cfg.MSS)
 	c.sndWnd, c.maxSndWnd = uint32(f.Window), uint32(f.Window)
 	c.sndWl1, c.sndWl2 = seqnum(f.Seq), seqnum(f.Ack)
@@ -115,7 +126,7 @@ func (l *tcpLayer) establish(c *tcpConn) bool {
 	if c.passive {
 		l.stats.PassiveOpens++
 		remote := netip.AddrPortFrom(IPv4AddrFromUint32(c.key.raddr).AsNetip(), c.key.rport)
-		c.app = c.ep.Accept(remote, l.nowT)
+		c.app = c.ep.Accept(remote, TCPHandle{id: c.id, gen: c.gen}, l.nowT)
 		c.appTimer, _ = c.app.(TCPAppTimer)
 		if c.app == nil {
 			l.stats.AcceptRefused++

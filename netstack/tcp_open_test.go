@@ -102,7 +102,7 @@ func TestTCPListenStrays(t *testing.T) {
 	x.expect(seg{TCPFields: fl(R, 2, 0, 0)})
 	x.send(seg{TCPFields: fl(P, 1, 0, 100), data: "x"}) // fourth: drop
 	x.expectNothing()
-	if st := x.stats(); st.NoConnDrop != 2 || st.SynCookiesBad != 1 || st.Conns != 0 {
+	if st := x.stats(); st.NoConnDrop != 2 || st.SynCookiesNoOverflow != 1 || st.Conns != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

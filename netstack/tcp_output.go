@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // Segment output. Every segment of a connection goes through emit, which
 // fills the ACK, window, timestamp and SACK fields from the TCB, copies the
 // payload once from the app's output slices into the tx buffer and
@@ -43,19 +45,8 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	if c.tsOK {
 		f.HasTimestamp, f.TSVal, f.TSEcr = true, l.tsNow(c), c.tsRecent
 	}
-	if c.sackOK && c.nooo > 0 && f.Flags&TCPFlagSYN == 0 {
-		limit := 4
-		if c.tsOK {
-			limit = 3
-		}
-		f.SACK[0] = TCPSACKBlock{uint32(c.ooo[c.lastOOO].l), uint32(c.ooo[c.lastOOO].r)}
-		f.NSACK = 1
-		for i := 0; i < int(c.nooo) && f.NSACK < limit; i++ {
-			if i != int(c.lastOOO) {
-				f.SACK[f.NSACK] = TCPSACKBlock{uint32(c.ooo[i].l), uint32(c.ooo[i].r)}
-				f.NSACK++
-			}
-		}
+	if c.sackOK && len(c.ooo) > 0 && f.Flags&TCPFlagSYN == 0 {
+		l.sackBlocks(c, f)
 	}
 	hl := f.HeaderLen()
 	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
@@ -66,6 +57,7 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	b := l.sink.tcpBuf(c.key.raddr, c.key.laddr, hl+n)
 	if b == nil {
 		l.stats.TxNoBuf++
+		l.txRetry(c)
 		return false
 	}
 	f.Encode(b)
@@ -74,11 +66,42 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	l.sink.tcpSend(hl + n)
 	l.stats.OutSegs++
 	if f.Flags&TCPFlagACK != 0 {
+		c.lastAck = c.rcvNxt
 		c.ackNow = false
 		c.ackAt = 0
 		c.segsUnacked = 0
 	}
 	return true
+}
+
+// sackBlocks fills f's SACK option (RFC 2018 §4): the ranges most recently
+// received into, newest first; then, if room is left, the other ranges
+// from the highest down, so that none goes unreported for long.
+func (l *tcpLayer) sackBlocks(c *tcpConn, f *TCPFields) {
+	limit := 4
+	if c.tsOK {
+		limit = 3
+	}
+	for _, s := range c.sackHist[:c.nSACKHist] {
+		if i := c.oooAt(s); i >= 0 && f.NSACK < limit {
+			addSACKBlock(f, c.ooo[i])
+		}
+	}
+	for i := len(c.ooo) - 1; i >= 0 && f.NSACK < limit; i-- {
+		addSACKBlock(f, c.ooo[i])
+	}
+}
+
+// addSACKBlock appends r to f's SACK blocks unless it is there already.
+func addSACKBlock(f *TCPFields, r tcpRange) {
+	b := TCPSACKBlock{uint32(r.l), uint32(r.r)}
+	for _, x := range f.SACK[:f.NSACK] {
+		if x == b {
+			return
+		}
+	}
+	f.SACK[f.NSACK] = b
+	f.NSACK++
 }
 
 // copyOut fills dst from the concatenation of bufs starting at offset off.
@@ -168,17 +191,18 @@ func (l *tcpLayer) sendProbe(c *tcpConn) {
 	l.emit(c, &f, nil, 0, 0)
 }
 
-// challengeAck sends an RFC 5961 challenge ACK, at most tcpChallengeLimit
-// per second per shard (RFC 5961 §7).
+// challengeAck sends an RFC 5961 challenge ACK, within the connection's
+// randomised budget for the current second (RFC 5961 §7, tcpChallengeLimit).
 func (l *tcpLayer) challengeAck(c *tcpConn) {
-	if sec := l.now / 1e9; sec != l.challengeSec {
-		l.challengeSec, l.challengeCount = sec, 0
+	if c.challengeAt == 0 || l.now-c.challengeAt >= int64(time.Second) {
+		c.challengeAt = l.now
+		c.challengeLeft = uint16(tcpChallengeLimit/2 + l.random()%tcpChallengeLimit)
 	}
-	if l.challengeCount >= tcpChallengeLimit {
+	if c.challengeLeft == 0 {
 		l.stats.ChallengeLimit++
 		return
 	}
-	l.challengeCount++
+	c.challengeLeft--
 	l.stats.ChallengeACKs++
 	l.sendAck(c)
 }
@@ -372,8 +396,19 @@ func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
 	return n
 }
 
-// txFailed makes sure a segment that found no tx frame is tried again: the
-// RTO timer, which retries without backoff when nothing is in flight.
+// txRetry queues c to run its output again at the next poll, after a
+// segment found no tx frame: the link frees frames as the NIC completes
+// sends, long before an RTO.
+func (l *tcpLayer) txRetry(c *tcpConn) {
+	if !c.woken {
+		l.stats.TxRetries++
+		l.wake(TCPHandle{id: c.id, gen: c.gen})
+	}
+}
+
+// txFailed keeps a timer behind txRetry for a segment that found no tx
+// frame: the RTO timer, which retries without backoff when nothing is in
+// flight.
 func (l *tcpLayer) txFailed(c *tcpConn) {
 	if c.rtxAt == 0 || c.persist {
 		c.persist = false

@@ -46,17 +46,18 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 			l.stats.OOODrop++
 			return
 		}
-		n := addRange(c.ooo[:], int(c.nooo), tcpRange{seq, seq.add(uint32(len(p)))})
-		if n < 0 {
+		r := tcpRange{seq, seq.add(uint32(len(p)))}
+		if len(c.ooo) == cap(c.ooo) && !touchesAny(c.ooo, r) {
+			// No room for another range. Never drop one already
+			// held: it was SACKed, and the sender may have freed it
+			// (RFC 2018 §8 calls that reneging). Refuse the new
+			// segment instead; it was never SACKed and comes again.
+			l.stats.OOOFull++
 			l.stats.OOODrop++
 			return
 		}
-		c.nooo = uint8(n)
-		for i := 0; i < n; i++ {
-			if c.ooo[i].l.leq(seq) && seq.lt(c.ooo[i].r) {
-				c.lastOOO = uint8(i)
-			}
-		}
+		c.ooo = c.ooo[:addRange(c.ooo[:cap(c.ooo)], len(c.ooo), r)]
+		c.noteSACK(seq)
 		l.copyIn(c, seq, p)
 		l.stats.OOOSegs++
 		return
@@ -89,26 +90,70 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 	}
 	l.copyIn(c, seq, p)
 	c.rcvNxt = c.rcvNxt.add(uint32(len(p)))
-	if c.nooo > 0 {
+	if len(c.ooo) > 0 {
 		// Filling a hole: ACK at once (RFC 5681 4.2).
 		c.ackNow = true
 		j := 0
-		for i := 0; i < int(c.nooo); i++ {
-			if r := c.ooo[i]; r.l.leq(c.rcvNxt) {
+		for _, r := range c.ooo {
+			if r.l.leq(c.rcvNxt) {
 				c.rcvNxt = seqMax(c.rcvNxt, r.r)
 				continue
 			}
-			c.ooo[j] = c.ooo[i]
+			c.ooo[j] = r
 			j++
 		}
-		c.nooo = uint8(j)
-		c.lastOOO = 0
+		c.ooo = c.ooo[:j]
 	}
 	if c.finPend && c.rcvNxt == c.rcvFin {
 		c.finPend = false
 		l.finArrived(c, c.rcvFin)
 	}
 	l.deliver(c, false)
+}
+
+// touchesAny reports whether r overlaps or touches one of the ranges rs,
+// so that adding it needs no new range.
+func touchesAny(rs []tcpRange, r tcpRange) bool {
+	for _, x := range rs {
+		if !x.r.lt(r.l) && !r.r.lt(x.l) {
+			return true
+		}
+	}
+	return false
+}
+
+// oooAt returns the index of the held range that contains seq, or -1.
+func (c *tcpConn) oooAt(seq seqnum) int {
+	lo, hi := 0, len(c.ooo)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch {
+		case seq.lt(c.ooo[m].l):
+			hi = m
+		case !seq.lt(c.ooo[m].r):
+			lo = m + 1
+		default:
+			return m
+		}
+	}
+	return -1
+}
+
+// noteSACK records that data at seq just arrived out of order: its range
+// goes first in the next SACK option, the ranges received into before it
+// follow, newest first, as RFC 2018 §4 orders the blocks. A range that
+// merged into seq's one leaves the history.
+func (c *tcpConn) noteSACK(seq seqnum) {
+	at := c.oooAt(seq)
+	h := [tcpSACKHist]seqnum{seq}
+	n := 1
+	for _, s := range c.sackHist[:c.nSACKHist] {
+		if i := c.oooAt(s); i >= 0 && i != at && n < len(h) {
+			h[n] = s
+			n++
+		}
+	}
+	c.sackHist, c.nSACKHist = h, uint8(n)
 }
 
 // copyIn writes p, which starts at seq, into the receive ring.
@@ -134,7 +179,7 @@ func (l *tcpLayer) deliver(c *tcpConn, update bool) {
 			break
 		}
 	}
-	if c.appSeq == end && c.nooo == 0 {
+	if c.appSeq == end && len(c.ooo) == 0 {
 		l.freeRcvBuf(c)
 	}
 	if c.finRcvd && !c.peerFed && c.appSeq == c.rcvFin && c.app != nil {

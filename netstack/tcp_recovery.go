@@ -209,8 +209,9 @@ func (l *tcpLayer) pruneSacked(c *tcpConn) {
 // addRange merges r into the sorted, disjoint ranges rs[:n] and returns the
 // new count. When all slots are taken and r merges with none, the highest
 // range is dropped to make room (the lowest ranges matter most for
-// retransmission and for filling the next hole). It returns -1-n when r
-// could not be added at all (r is above every range and the table is full).
+// retransmission). It returns -1-n when r could not be added at all (r is
+// above every range and the table is full). The receiver's table makes
+// room before it calls, and never loses a range.
 func addRange(rs []tcpRange, n int, r tcpRange) int {
 	// Merge every range that overlaps or touches r.
 	j := 0

@@ -141,8 +141,10 @@ func TestTCPFastRetransmitNewReno(t *testing.T) {
 	}
 }
 
-// SACK: after an RTO, go-back-N skips the ranges the peer SACKed; fast
-// recovery retransmits holes below the highest SACKed byte only.
+// SACK: fast recovery retransmits holes below the highest SACKed byte
+// only; an RTO clears the scoreboard (RFC 6675 §5.1) and the SACKs that
+// come after it build it again, so go-back-N still skips what the peer
+// holds.
 func TestTCPSACKRetransmit(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
@@ -167,14 +169,17 @@ func TestTCPSACKRetransmit(t *testing.T) {
 	x.expect(seg{TCPFields: fl(A, seq(2), 5001, 32768), data: d[2*1460 : 3*1460]})
 	x.send(seg{TCPFields: f})
 	x.expectNothing() // no hole left below the highest SACKed byte
-	// RTO now: go-back-N resends 0 and 2 only, never the SACKed 1, 3, 4.
+	// RTO now: segment 0 again, and the scoreboard forgotten.
 	c.cwnd = 10 * 1460
 	x.advance(time.Second)
 	got := x.recv()
-	if len(got) != 1 || got[0].Seq != seq(0) {
-		t.Fatalf("after RTO sent %v", got)
+	if len(got) != 1 || got[0].Seq != seq(0) || c.nsacked != 0 {
+		t.Fatalf("after RTO sent %v, scoreboard %v", got, c.sacked[:c.nsacked])
 	}
-	x.send(seg{TCPFields: fl(A, 5001, seq(1), 65535)})
+	// Its ACK covers 0 and the held 1, and SACKs 3 and 4 again: only 2 goes.
+	f = fl(A, 5001, seq(2), 65535)
+	f.NSACK, f.SACK[0] = 1, TCPSACKBlock{seq(3), seq(5)}
+	x.send(seg{TCPFields: f})
 	x.expect(seg{TCPFields: fl(A, seq(2), 5001, 32768), data: d[2*1460 : 3*1460]})
 	x.send(seg{TCPFields: fl(A, 5001, seq(5), 65535)})
 	x.expectNothing()

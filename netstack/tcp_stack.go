@@ -40,6 +40,14 @@ func (s *Stack) ListenTCP(port uint16, ep TCPEndpoint) error {
 	return s.tcp.listen(port, ep)
 }
 
+// UnlistenTCP closes the listener on port: new SYNs to it get RST, and
+// connections it accepted carry on. Unknown ports are ignored.
+func (s *Stack) UnlistenTCP(port uint16) {
+	if s.tcp != nil {
+		s.tcp.unlisten(port)
+	}
+}
+
 // ConnectTCP opens a connection to dst:port from an ephemeral port that
 // passes TCPConfig.PortFilter; the SYN goes out in the next Poll. app gets
 // the bytes; ep.Release is called when the connection is gone. The handle
@@ -65,7 +73,9 @@ func (s *Stack) TCPStats() TCPStats {
 	if s.tcp == nil {
 		return TCPStats{}
 	}
-	return s.tcp.stats
+	st := s.tcp.stats
+	st.RcvBufsUsed = s.tcp.rbufsMade - len(s.tcp.rbufs)
+	return st
 }
 
 // tcpInput takes a TCP segment out of a valid IPv4 packet for us.

@@ -37,8 +37,8 @@ func (c *rrClient) PeerClosed(now time.Time) {}
 
 type rrServerEP struct{ resp []byte }
 
-func (e *rrServerEP) Accept(netip.AddrPort, time.Time) TCPApp { return newRRApp(e.resp) }
-func (e *rrServerEP) Release(TCPApp, time.Time)               {}
+func (e *rrServerEP) Accept(netip.AddrPort, TCPHandle, time.Time) TCPApp { return newRRApp(e.resp) }
+func (e *rrServerEP) Release(TCPApp, time.Time)                          {}
 
 // stackPair is a client stack B and a server stack A on two ChanLinks with
 // one keep-alive connection between them, after its first exchange.

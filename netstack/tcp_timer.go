@@ -201,7 +201,14 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	// RFC 6298 5.5: back off; Karn: no RTT sample from retransmitted data.
 	c.rto = min(2*c.rto, int64(l.cfg.RTOMax))
 	c.rttOn = false
-	// Go back N from SND.UNA; output skips SACKed ranges.
+	// RFC 6675 §5.1 (and RFC 2018 §8): after a timeout the SACKs heard
+	// so far are not to be trusted, as the receiver may have reneged and
+	// dropped what it SACKed; go back N from SND.UNA over all of it. SACKs
+	// that arrive after the timeout build the scoreboard again.
+	if c.nsacked > 0 {
+		l.stats.SACKCleared++
+		c.nsacked = 0
+	}
 	c.sndNxt = c.sndUna
 	if c.sndWnd == 0 {
 		// The peer shrank its window to zero under data in flight: the

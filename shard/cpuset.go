@@ -1,12 +1,21 @@
 package shard
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+)
+
+// Errors of ChooseCPUs, to test with errors.Is (a command adds the flags that
+// fix them).
+var (
+	ErrCPUNotAllowed = errors.New("cpu not available to this process")
+	ErrShards        = errors.New("the number of shards must be positive")
+	ErrTooManyShards = errors.New("more shards than CPUs")
 )
 
 // ParseCPUSet parses a Seastar-style CPU list such as "0-3,6" into sorted,
@@ -88,17 +97,17 @@ func ChooseCPUs(smp int, cpuset []int) ([]int, error) {
 	}
 	for _, c := range set {
 		if !ok[c] {
-			return nil, fmt.Errorf("cpu %d is not available to this process (allowed: %s); choose --cpuset from those", c, FormatCPUs(allowed))
+			return nil, fmt.Errorf("%w: cpu %d (allowed: %s)", ErrCPUNotAllowed, c, FormatCPUs(allowed))
 		}
 	}
 	if smp < 0 {
-		return nil, fmt.Errorf("--smp %d must be positive", smp)
+		return nil, fmt.Errorf("%w: %d shards", ErrShards, smp)
 	}
 	if smp == 0 {
 		smp = len(set)
 	}
 	if smp > len(set) {
-		return nil, fmt.Errorf("--smp %d exceeds the %d CPUs available (%s); lower --smp or widen --cpuset", smp, len(set), FormatCPUs(set))
+		return nil, fmt.Errorf("%w: %d shards, %d CPUs available (%s)", ErrTooManyShards, smp, len(set), FormatCPUs(set))
 	}
 	return append([]int(nil), set[:smp]...), nil
 }

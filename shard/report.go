@@ -13,15 +13,42 @@ type Report struct {
 	Counters   []Counter // named counters added by the shard's reporters
 }
 
+// Kind says what a counter measures, so a report can total its drops and an
+// exporter can tell a level from a running total. The zero Kind is Count.
+type Kind uint8
+
+const (
+	Count Kind = iota // events or bytes: a running total (the default)
+	Drop              // a frame, segment, request or connection lost or discarded unanswered
+	Error             // a failure that is not a drop: a write error, a failed log write
+	Gauge             // a current level: open connections, free frames
+)
+
+var kindNames = [...]string{Count: "count", Drop: "drop", Error: "error", Gauge: "gauge"}
+
+// String returns the kind's name as a stat tag spells it ("drop").
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
 // Counter is one named per-shard counter, e.g. "posix.accepted".
 type Counter struct {
 	Name  string
+	Kind  Kind
 	Value uint64
 }
 
-// Add appends a named counter (control path: may allocate).
+// Add appends a named Count (control path: may allocate).
 func (r *Report) Add(name string, v uint64) {
-	r.Counters = append(r.Counters, Counter{name, v})
+	r.AddKind(name, Count, v)
+}
+
+// AddKind appends a named counter of kind k (control path: may allocate).
+func (r *Report) AddKind(name string, k Kind, v uint64) {
+	r.Counters = append(r.Counters, Counter{Name: name, Kind: k, Value: v})
 }
 
 // Get returns the named counter's value (0 if absent).
@@ -35,7 +62,21 @@ func (r Report) Get(name string) uint64 {
 	return v
 }
 
+// Sum returns the total of the counters of kind k: Sum(Drop) is everything
+// the shard dropped, for any reason.
+func (r Report) Sum(k Kind) uint64 {
+	var v uint64
+	for _, c := range r.Counters {
+		if c.Kind == k {
+			v += c.Value
+		}
+	}
+	return v
+}
+
 // Merge sums reports into one: loop stats and counters by name (Shard is -1).
+// A counter keeps the kind it was first reported with; gauges sum too (open
+// connections across shards).
 func Merge(rs []Report) Report {
 	m := Report{Shard: -1, CPU: -1}
 	idx := map[string]int{}

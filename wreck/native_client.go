@@ -43,7 +43,7 @@ type nclient struct {
 // accepted, only released.
 type nendpoint struct{ c *nclient }
 
-func (e *nendpoint) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return nil }
+func (e *nendpoint) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp { return nil }
 
 func (e *nendpoint) Release(app netstack.TCPApp, now time.Time) {
 	e.c.released(app.(*nconn))

@@ -26,7 +26,7 @@ type httpEP struct {
 	accepted int
 }
 
-func (e *httpEP) Accept(remote netip.AddrPort, now time.Time) netstack.TCPApp {
+func (e *httpEP) Accept(remote netip.AddrPort, _ netstack.TCPHandle, now time.Time) netstack.TCPApp {
 	e.accepted++
 	return e.srv.NewConn(remote, now)
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"percore/afxdp"
-	"percore/httpd"
 	"percore/lab"
-	"percore/netstack"
+	"percore/server"
 	pshard "percore/shard"
 )
 
-// End to end on two native ends: percore's native httpd (netstack.Native on
+// End to end on two native ends: percore's native httpd (server.Native on
 // shards, one AF_XDP queue each) on the server end of a 2-queue lab, native
 // wreck with --smp 2 in the client namespace.
 
@@ -28,54 +27,28 @@ func requireNative(t *testing.T) {
 
 // nativeServer is a native httpd on pair's server end (root namespace).
 type nativeServer struct {
-	g       *pshard.Group
-	prog    *afxdp.Program
-	natives []*netstack.Native
-	addr    netip.AddrPort
+	g    *server.Server
+	addr netip.AddrPort
 }
 
 func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
 	t.Helper()
-	site, err := httpd.NewSite(httpd.Config{})
+	o, err := server.ParseFlags([]string{"--network-stack", "native", "--iface", pair.ServerIf,
+		"--host-ipv4-addr", pair.ServerIP.String(), "--port", "80", "--cpuset", pshard.FormatCPUs(cpus),
+		"--stop-timeout", "2s"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &nativeServer{addr: netip.AddrPortFrom(pair.ServerIP, 80), natives: make([]*netstack.Native, len(cpus))}
-	if s.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{IP: pair.ServerIP, Ports: []uint16{80}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.prog.Close() })
-	if err = s.prog.Attach(pair.ServerIf, afxdp.Native); err != nil {
-		t.Fatal(err)
-	}
-	var mac netstack.MAC
-	copy(mac[:], pair.ServerMAC)
-	a4, _ := netstack.IPv4AddrFrom(pair.ServerIP)
-	s.g, err = pshard.Start(pshard.Config{CPUs: cpus, StopTimeout: 2 * time.Second}, func(sh *pshard.Shard) error {
-		sock, err := afxdp.Open(afxdp.Config{Interface: pair.ServerIf, Queue: sh.ID, FrameCount: 4096, Logf: t.Logf})
-		if err != nil {
-			return err
-		}
-		if err := s.prog.Register(sock); err != nil {
-			sock.Close()
-			return err
-		}
-		n, err := netstack.NewNative(sh, sock, netstack.NativeConfig{
-			Stack: netstack.Config{MAC: mac, Addr: a4, Netmask: netstack.IPv4Addr{255, 255, 255, 0}},
-			TCP:   netstack.TCPConfig{Seed: uint64(sh.ID) + 7},
-			Ports: []uint16{80},
-			Site:  site,
-		}, time.Now())
-		s.natives[sh.ID] = n
-		return err
-	})
+	o.Native.Logf = t.Logf
+	srv, err := server.Start(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &nativeServer{g: srv, addr: netip.AddrPortFrom(pair.ServerIP, 80)}
 	t.Cleanup(func() {
-		s.g.Stop()
+		srv.Stop()
 		select {
-		case <-s.g.Done():
+		case <-srv.Done():
 		case <-time.After(20 * time.Second):
 			t.Errorf("native server did not stop within 20s")
 		}

@@ -69,7 +69,7 @@ type faultEP struct {
 	accepted    int
 }
 
-func (e *faultEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp {
+func (e *faultEP) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp {
 	e.accepted++
 	if e.reply == nil {
 		return nil
@@ -180,8 +180,8 @@ func bigHead(n int) []byte {
 // seqEP echoes X-Wreck-Seq on each response, in order.
 type seqEP struct{}
 
-func (seqEP) Accept(netip.AddrPort, time.Time) netstack.TCPApp { return &seqApp{} }
-func (seqEP) Release(netstack.TCPApp, time.Time)               {}
+func (seqEP) Accept(netip.AddrPort, netstack.TCPHandle, time.Time) netstack.TCPApp { return &seqApp{} }
+func (seqEP) Release(netstack.TCPApp, time.Time)                                   {}
 
 type seqApp struct{ faultApp }
 

@@ -164,32 +164,11 @@ func (p *parser) feed(b []byte) (n int, r pres) {
 // the head through its blank line, 0 if b holds no complete head yet, or -1
 // if it is malformed. Fields change only when it returns a length.
 func (p *parser) head(b []byte) int {
-	// status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF  (RFC 9112 §4)
-	eol := bytes.IndexByte(b, '\n')
-	if eol < 0 {
-		if len(b) >= 9 && (string(b[:7]) != "HTTP/1." || b[8] != ' ') {
-			return -1 // no need to wait for the rest of a line that is wrong already
-		}
-		return 0
+	off, status, http10 := statusLine(b)
+	if off <= 0 {
+		return off
 	}
-	if eol < 13 || b[eol-1] != '\r' || string(b[:7]) != "HTTP/1." || (b[7] != '0' && b[7] != '1') || b[8] != ' ' {
-		return -1
-	}
-	http10 := b[7] == '0'
-	status := 0
-	for _, c := range b[9:12] {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		status = status*10 + int(c-'0')
-	}
-	if status < 100 || (b[12] != ' ' && b[12] != '\r') {
-		return -1
-	}
-	var cl int64 = -1
-	var seq uint64
-	chunked, keepAlive, closeTok, hasSeq := false, false, false, false
-	off := eol + 1
+	h := respHead{status: status, http10: http10, cl: -1}
 	for {
 		i := bytes.IndexByte(b[off:], '\n')
 		if i < 0 {
@@ -208,63 +187,119 @@ func (p *parser) head(b []byte) int {
 		if colon <= 0 || line[0] == ' ' || line[0] == '\t' || line[colon-1] == ' ' || line[colon-1] == '\t' {
 			return -1
 		}
-		name := line[:colon]
 		switch line[0] | 0x20 { // only a few names matter: sort on the first letter
-		case 'c':
-			switch {
-			case eqFold(name, "content-length"):
-				v, ok := parseDecimal(trimOWS(line[colon+1:]))
-				if !ok || (cl >= 0 && v != cl) {
-					return -1
-				}
-				cl = v
-			case eqFold(name, "connection"):
-				val := trimOWS(line[colon+1:])
-				switch {
-				case eqFold(val, "keep-alive"):
-					keepAlive = true
-				case eqFold(val, "close"):
-					closeTok = true
-				default:
-					closeTok = closeTok || hasToken(val, "close")
-					keepAlive = keepAlive || hasToken(val, "keep-alive")
-				}
-			}
-		case 't':
-			if eqFold(name, "transfer-encoding") {
-				// Only "chunked" alone: any other coding cannot be framed by us.
-				if !eqFold(trimOWS(line[colon+1:]), "chunked") || chunked {
-					return -1
-				}
-				chunked = true
-			}
-		case 'x':
-			if eqFold(name, seqHeader) {
-				v, ok := parseHex(trimOWS(line[colon+1:]))
-				if !ok {
-					return -1
-				}
-				seq, hasSeq = v, true
+		case 'c', 't', 'x':
+			if !h.field(line[:colon], line[colon+1:]) {
+				return -1
 			}
 		}
 	}
+	if !p.frame(&h) {
+		return -1
+	}
+	return off
+}
+
+// respHead is what head learns from a response head before frame commits
+// it to the parser.
+type respHead struct {
+	status    int
+	http10    bool
+	cl        int64 // Content-Length, -1 if absent
+	chunked   bool  // Transfer-Encoding: chunked
+	keepAlive bool  // a keep-alive connection option
+	closeTok  bool  // a close connection option
+	hasSeq    bool
+	seq       uint64 // X-Wreck-Seq
+}
+
+// statusLine parses the status line at the start of b. It returns the
+// line's length, 0 if b holds no complete line yet, or -1 if it is
+// malformed; then the status code and whether the version is HTTP/1.0.
+func statusLine(b []byte) (n, status int, http10 bool) {
+	// status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF  (RFC 9112 §4)
+	eol := bytes.IndexByte(b, '\n')
+	if eol < 0 {
+		if len(b) >= 9 && (string(b[:7]) != "HTTP/1." || b[8] != ' ') {
+			return -1, 0, false // no need to wait for the rest of a line that is wrong already
+		}
+		return 0, 0, false
+	}
+	if eol < 13 || b[eol-1] != '\r' || string(b[:7]) != "HTTP/1." || (b[7] != '0' && b[7] != '1') || b[8] != ' ' {
+		return -1, 0, false
+	}
+	for _, c := range b[9:12] {
+		if c < '0' || c > '9' {
+			return -1, 0, false
+		}
+		status = status*10 + int(c-'0')
+	}
+	if status < 100 || (b[12] != ' ' && b[12] != '\r') {
+		return -1, 0, false
+	}
+	return eol + 1, status, b[7] == '0'
+}
+
+// field takes in one header field; head passes only those whose names
+// start with c, t or x, the initials of the names we read, and val
+// untrimmed, as most fields need no trimming. It reports false if the
+// value is malformed or contradicts an earlier field.
+func (h *respHead) field(name, val []byte) bool {
 	switch {
-	case status == 101: // we never ask to switch protocols
-		return -1
-	case status < 200, status == 204, status == 304: // no body
+	case eqFold(name, "content-length"):
+		v, ok := parseDecimal(trimOWS(val))
+		if !ok || (h.cl >= 0 && v != h.cl) {
+			return false
+		}
+		h.cl = v
+	case eqFold(name, "connection"):
+		val = trimOWS(val)
+		switch {
+		case eqFold(val, "keep-alive"):
+			h.keepAlive = true
+		case eqFold(val, "close"):
+			h.closeTok = true
+		default:
+			h.closeTok = h.closeTok || hasToken(val, "close")
+			h.keepAlive = h.keepAlive || hasToken(val, "keep-alive")
+		}
+	case eqFold(name, "transfer-encoding"):
+		// Only "chunked" alone: any other coding cannot be framed by us.
+		if !eqFold(trimOWS(val), "chunked") || h.chunked {
+			return false
+		}
+		h.chunked = true
+	case eqFold(name, seqHeader):
+		v, ok := parseHex(trimOWS(val))
+		if !ok {
+			return false
+		}
+		h.seq, h.hasSeq = v, true
+	}
+	return true
+}
+
+// frame sets the parser's framing state and response fields from a complete
+// head (RFC 9112 §6.3). It reports false if the response cannot be framed.
+func (p *parser) frame(h *respHead) bool {
+	closeTok := h.closeTok
+	switch {
+	case h.status == 101: // we never ask to switch protocols
+		return false
+	case h.status < 200, h.status == 204, h.status == 304: // no body
 		p.st = psHead
-	case chunked && cl >= 0: // RFC 9112 §6.3: a smuggling sign, treat as an error
-		return -1
-	case chunked:
+	case h.chunked && h.cl >= 0: // RFC 9112 §6.3: a smuggling sign, treat as an error
+		return false
+	case h.chunked:
 		p.st = psChunkSize
-	case cl >= 0:
-		p.st, p.rem = psBody, cl
+	case h.cl >= 0:
+		p.st, p.rem = psBody, h.cl
 	default:
 		p.st, closeTok = psUntilClose, true
 	}
-	p.status, p.seq, p.hasSeq = status, seq, hasSeq
-	p.close = closeTok || (http10 && !keepAlive)
-	return off
+	p.status, p.seq, p.hasSeq = h.status, h.seq, h.hasSeq
+	p.close = closeTok || (h.http10 && !h.keepAlive)
+	return true
 }
 
 // eqFold reports whether b equals the lower-case ASCII string s, ignoring case.

@@ -16,14 +16,13 @@ import (
 	"sync"
 	"testing"
 
+	"percore/internal/testutil"
 	"percore/lab"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the sweep builds network namespaces and veth pairs (CI runs as root)")
-	}
+	testutil.NeedRoot(t, "the sweep builds network namespaces and veth pairs")
 	for _, tool := range []string{"wrk", "ip", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: apt-get install wrk iproute2 (CI's .ci/run installs them)", tool)

@@ -4,14 +4,8 @@ package main
 
 import (
 	"os"
-	"os/signal"
-	"syscall"
 
-	"percore/cmd/httpd/internal/server"
+	"percore"
 )
 
-func main() {
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	os.Exit(server.Main(os.Args[1:], os.Stderr, sig))
-}
+func main() { os.Exit(percore.New().Main("httpd")) }

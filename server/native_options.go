@@ -1,0 +1,137 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+
+	"percore/afxdp"
+	"percore/lab"
+	"percore/native"
+	"percore/netstack"
+)
+
+// NativeOptions are the settings of --network-stack native, named as in
+// Seastar's native stack where it has them (--host-ipv4-addr,
+// --netmask-ipv4-addr, --gw-ipv4-addr).
+type NativeOptions struct {
+	Iface     string     // interface whose queues the shards own (--iface)
+	Addr      netip.Addr // our IPv4 address on it (--host-ipv4-addr)
+	Netmask   netip.Addr // (--netmask-ipv4-addr)
+	Gateway   netip.Addr // invalid: none (--gw-ipv4-addr)
+	XDPMode   afxdp.AttachMode
+	Lab       bool                      // build a veth lab with one queue per shard and serve on it
+	Impair    *lab.ImpairSpec           // put the impairment bridge in the lab (--lab-impair)
+	Frames    int                       // UMEM frames per shard (a power of two)
+	MaxConns  int                       // TCP connections per shard
+	RSS       native.RSS                // how shards take more rx queues than shards (--rss)
+	LabPrefix string                    // lab name prefix (tests)
+	LabQueues int                       // rx queues of the lab's interfaces (tests) [one per shard]
+	tcp       func(*netstack.TCPConfig) // tests: adjust TCP's limits and timers (nil: defaults)
+	Logf      func(string, ...any)      // the queue layout and each socket's mode line; nil: stderr
+}
+
+// nativeFlags holds the raw flag values until check.
+type nativeFlags struct {
+	fs                        *flag.FlagSet
+	iface, addr, mask, gw, xm string
+	impair, rss               string
+	o                         *NativeOptions
+}
+
+func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
+	f := &nativeFlags{fs: fs, o: n}
+	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (at least --smp queues; more: see --rss)")
+	fs.StringVar(&f.addr, "host-ipv4-addr", "", "native: our IPv4 address on --iface")
+	fs.StringVar(&f.mask, "netmask-ipv4-addr", "255.255.255.0", "native: netmask of --host-ipv4-addr")
+	fs.StringVar(&f.gw, "gw-ipv4-addr", "", "native: IPv4 gateway for off-link clients (default: none)")
+	fs.StringVar(&f.xm, "xdp-mode", "native", "native: XDP attach mode, native (driver) or generic (skb)")
+	fs.BoolVar(&n.Lab, "lab", false, "native: build a veth lab (one queue per shard), serve on it, print how to reach it, remove it on exit")
+	fs.StringVar(&f.impair, "lab-impair", "", "native: with --lab, put the impairment bridge in between, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1")
+	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
+	fs.IntVar(&n.Frames, "xdp-frames", 4096, "native: UMEM frames per shard (power of two; half receive, half transmit)")
+	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per shard")
+	return f
+}
+
+// unused reports native-only flags given to the posix stack.
+func (f *nativeFlags) unused() error {
+	var bad string
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss":
+			if bad == "" {
+				bad = fl.Name
+			}
+		}
+	})
+	if bad != "" {
+		return fmt.Errorf("--%s belongs to the native stack: add --network-stack native", bad)
+	}
+	return nil
+}
+
+// check validates the native flags into o.Native.
+func (f *nativeFlags) check(o *Options) error {
+	n := f.o
+	var err error
+	if n.XDPMode, err = afxdp.ParseAttachMode(f.xm); err != nil {
+		return fmt.Errorf("--xdp-mode %q: use native or generic", f.xm)
+	}
+	if n.RSS, err = native.ParseRSS(f.rss); err != nil {
+		return fmt.Errorf("--rss %q: use auto, indir, queues or off", f.rss)
+	}
+	if f.impair != "" {
+		if !n.Lab {
+			return fmt.Errorf("--lab-impair needs --lab")
+		}
+		sp, err := lab.ParseImpair(f.impair)
+		if err != nil {
+			return fmt.Errorf("--lab-impair %q: %v", f.impair, err)
+		}
+		n.Impair = &sp
+	}
+	if n.Frames < 64 || n.Frames&(n.Frames-1) != 0 || n.Frames > 1<<20 {
+		return fmt.Errorf("--xdp-frames %d: give a power of two from 64 to 1048576", n.Frames)
+	}
+	if n.MaxConns < 1 || n.MaxConns > 1<<22 {
+		return fmt.Errorf("--max-connections %d: give 1 to 4194304", n.MaxConns)
+	}
+	for _, p := range o.Ports {
+		if p == 0 {
+			return fmt.Errorf("--port 0: the native stack needs a fixed port such as 10000")
+		}
+	}
+	if n.Lab {
+		if f.iface != "" || f.addr != "" || f.gw != "" {
+			return fmt.Errorf("--lab chooses the interface and addresses itself: drop --iface, --host-ipv4-addr and --gw-ipv4-addr")
+		}
+		return nil
+	}
+	if f.iface == "" {
+		return fmt.Errorf("--network-stack native needs --iface NAME (and --host-ipv4-addr), or --lab to build a veth lab")
+	}
+	n.Iface = f.iface
+	parse4 := func(flagName, v string) (netip.Addr, error) {
+		a, err := netip.ParseAddr(v)
+		if err != nil || !a.Is4() {
+			return a, fmt.Errorf("--%s %q: give an IPv4 address such as 198.18.0.1", flagName, v)
+		}
+		return a, nil
+	}
+	if f.addr == "" {
+		return fmt.Errorf("--iface %s needs --host-ipv4-addr: the IPv4 address percore answers for", f.iface)
+	}
+	if n.Addr, err = parse4("host-ipv4-addr", f.addr); err != nil {
+		return err
+	}
+	if n.Netmask, err = parse4("netmask-ipv4-addr", f.mask); err != nil {
+		return err
+	}
+	if f.gw != "" {
+		if n.Gateway, err = parse4("gw-ipv4-addr", f.gw); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,365 @@
+package specweb
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"percore"
+)
+
+// The scripts' paths, as SPECweb99 clients name them.
+const (
+	DynamicPath = "/specweb99-fcgi.pl"
+	CGIPath     = "/specweb99-cgi.pl"
+)
+
+// MaxPostBody is the largest POST body accepted; larger gets 413.
+const MaxPostBody = 256
+
+// ErrNoFileSet means the directory holds no file set (Generate makes one).
+var ErrNoFileSet = errors.New("no file set")
+
+// Config are the application's settings.
+type Config struct {
+	Seed        uint64       // Reset draws the tables from it
+	CommandFrom []netip.Addr // client addresses allowed ?command/...; nil: loopback
+}
+
+// App is the SPECweb99 application: the file set in memory, the tables and
+// the post log. Its handlers may run on every shard at once.
+type App struct {
+	cfg   Config
+	files [Classes * FilesPerDir][]fileData // per class and file, per directory
+	dirs  int
+	state atomic.Pointer[state]
+}
+
+// fileData is one file and where its CAD tags' paths are.
+type fileData struct {
+	data []byte
+	tags []int // offsets of each tag's 27-byte path
+}
+
+// state is what Reset replaces as a whole: the tables, when they were
+// loaded (ads expire relative to it), and the post log.
+type state struct {
+	t      *Tables
+	loaded time.Time
+	log    *PostLog
+}
+
+// Load reads the file set under root into memory (blocking; call it before
+// serving) with User.Personality and Custom.Ads.
+func Load(root string, cfg Config) (*App, error) {
+	if cfg.CommandFrom == nil {
+		cfg.CommandFrom = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+	}
+	a := &App{cfg: cfg}
+	ents, err := os.ReadDir(filepath.Join(root, "file_set"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", root, ErrNoFileSet)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.IsDir() && e.Name() == filepath.Base(filepath.Dir(FilePath(a.dirs, 0, 0))) {
+			a.dirs++
+		}
+	}
+	if a.dirs < NumAds/filesPerDirT {
+		return nil, fmt.Errorf("%s: %w (%d directories, at least %d needed)", root, ErrNoFileSet, a.dirs, NumAds/filesPerDirT)
+	}
+	for c := range Classes {
+		for y := range FilesPerDir {
+			a.files[c*FilesPerDir+y] = make([]fileData, a.dirs)
+		}
+	}
+	for d := range a.dirs {
+		for c := range Classes {
+			for y := range FilesPerDir {
+				data, err := os.ReadFile(filepath.Join(root, FilePath(d, c, y)))
+				if err != nil {
+					return nil, fmt.Errorf("incomplete file set: %w", err)
+				}
+				if len(data) != FileSize(c, y) || !bytes.HasPrefix(data, header(nil, d, c, y)) {
+					return nil, fmt.Errorf("incomplete file set: %s is not what the generator writes", FilePath(d, c, y))
+				}
+				a.files[c*FilesPerDir+y][d] = fileData{data, findTags(data)}
+			}
+		}
+	}
+	pers, err1 := os.ReadFile(filepath.Join(root, PersonalityFile))
+	ads, err2 := os.ReadFile(filepath.Join(root, AdsFile))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("incomplete file set: %w", err)
+	}
+	t, err := ParseTables(pers, ads)
+	if err != nil {
+		return nil, err
+	}
+	a.state.Store(&state{t: t, loaded: time.Now(), log: new(PostLog)})
+	return a, nil
+}
+
+// Dirs is the number of directories loaded.
+func (a *App) Dirs() int { return a.dirs }
+
+// findTags returns the offsets of the paths of the well-formed CAD tags in f.
+func findTags(f []byte) []int {
+	var at []int
+	for i := 0; ; {
+		k := bytes.Index(f[i:], []byte(tagOpen))
+		if k < 0 {
+			return at
+		}
+		p := i + k + len(tagOpen)
+		if p+pathLen+len(tagClose) <= len(f) && string(f[p+pathLen:p+pathLen+len(tagClose)]) == tagClose {
+			at = append(at, p)
+		}
+		i = p
+	}
+}
+
+// Register puts the application's routes on s.
+func (a *App) Register(s *percore.Server) {
+	s.HandleMethod("GET", DynamicPath, a.get)
+	s.HandleMethod("POST", DynamicPath, a.post)
+	s.Handle(CGIPath, cgi)
+}
+
+// file parses "/file_set/dirNNNNN/classC_Y" and returns that file.
+func (a *App) file(p []byte) (*fileData, bool) {
+	rest, ok := bytes.CutPrefix(p, []byte("/file_set/dir"))
+	if !ok || len(rest) != len("00000/class0_0") || string(rest[5:11]) != "/class" || rest[12] != '_' {
+		return nil, false
+	}
+	dir := 0
+	for _, b := range rest[:5] {
+		if b < '0' || b > '9' {
+			return nil, false
+		}
+		dir = dir*10 + int(b-'0')
+	}
+	class, num := int(rest[11])-'0', int(rest[13])-'0'
+	if dir >= a.dirs || class < 0 || class >= Classes || num < 0 || num >= FilesPerDir {
+		return nil, false
+	}
+	return &a.files[class*FilesPerDir+num][dir], true
+}
+
+// get serves the dynamic GETs: a command, a standard dynamic GET, or with a
+// Cookie field the ad rotation.
+func (a *App) get(w *percore.ResponseWriter, r *percore.Request) {
+	if cmd, ok := bytes.CutPrefix(r.Query, []byte("command/")); ok {
+		a.command(w, r, cmd)
+		return
+	}
+	f, ok := a.file(r.Query)
+	if !ok {
+		fail(w, 404, "specweb: want ?/file_set/dirNNNNN/classC_Y of a file in the set")
+		return
+	}
+	cookie := r.Header("cookie")
+	if cookie == nil {
+		w.Header("Content-Type", "text/html")
+		pagePrefix(w, r)
+		w.Write(f.data)
+		w.WriteString(pageSuffix)
+		return
+	}
+	user, lastAd, err := ParseCookie(cookie)
+	if err != nil {
+		fail(w, 400, "specweb: "+err.Error())
+		return
+	}
+	st := a.state.Load()
+	u := user - FirstUser
+	if u < 0 || u >= len(st.t.Users) {
+		fail(w, 400, "specweb: unknown user_id "+strconv.Itoa(user))
+		return
+	}
+	ad, weight := st.t.Select(st.t.Users[u], lastAd)
+	expired := time.Since(st.loaded) > time.Duration(st.t.Ads[ad].Expiry)*time.Second
+	var c [64]byte
+	w.Header("Set-Cookie", string(AppendFoundCookie(c[:0], ad, weight, expired)))
+	w.Header("Content-Type", "text/html")
+	pagePrefix(w, r)
+	writeRewritten(w, f, AdPath(ad))
+	w.WriteString(pageSuffix)
+}
+
+// writeRewritten writes f with every CAD tag pointing at path.
+func writeRewritten(w *percore.ResponseWriter, f *fileData, path string) {
+	f.rewrite(w.Write, path)
+}
+
+// rewrite emits f in pieces, every CAD tag's path replaced by path.
+func (f *fileData) rewrite(emit func([]byte) (int, error), path string) {
+	from := 0
+	for _, p := range f.tags {
+		emit(f.data[from:p])
+		emit([]byte(path))
+		from = p + pathLen
+	}
+	emit(f.data[from:])
+}
+
+// pagePrefix is the small page the dynamic responses wrap their content in.
+func pagePrefix(w *percore.ResponseWriter, r *percore.Request) {
+	var b [64]byte
+	w.WriteString("<html>\n<head><title>SPECweb99 Dynamic GET & POST Test</title></head>\n<body>\n" +
+		"<p>SERVER_SOFTWARE = percore\n<p>REMOTE_ADDR = ")
+	w.Write(r.Remote.Addr().Unmap().AppendTo(b[:0]))
+	w.WriteString("\n<p>SCRIPT_NAME = ")
+	w.Write(r.Path)
+	w.WriteString("\n<p>QUERY_STRING = ")
+	w.Write(r.Query)
+	w.WriteString("\n<pre>\n")
+}
+
+const pageSuffix = "</pre>\n</body>\n</html>\n"
+
+// post logs one dynamic POST: body "urlroot=...&dir=NNNNN&class=C&num=Y&client=K"
+// and the user from my_cookie.
+func (a *App) post(w *percore.ResponseWriter, r *percore.Request) {
+	if len(r.Body) > MaxPostBody {
+		fail(w, 413, "specweb: POST body over "+strconv.Itoa(MaxPostBody)+" bytes")
+		return
+	}
+	p, ok := parsePostBody(r.Body)
+	if !ok {
+		fail(w, 400, "specweb: want a POST body urlroot=/file_set/&dir=NNNNN&class=C&num=Y&client=K")
+		return
+	}
+	user, _, err := ParseCookie(r.Header("cookie"))
+	if err != nil {
+		fail(w, 400, "specweb: "+err.Error())
+		return
+	}
+	st := a.state.Load()
+	if u := user - FirstUser; u < 0 || u >= len(st.t.Users) {
+		fail(w, 400, "specweb: unknown user_id "+strconv.Itoa(user))
+		return
+	}
+	if p.Dir >= a.dirs {
+		fail(w, 404, "specweb: no directory "+strconv.Itoa(p.Dir)+" in the file set")
+		return
+	}
+	p.User, p.Conn, p.Time = user, int(r.Remote.Port()), time.Now().Unix()
+	seq, ok := st.log.Append(&p)
+	if !ok {
+		fail(w, 503, "specweb: the post log is full; ?command/Reset clears it")
+		return
+	}
+	var b [20]byte
+	w.Header("Content-Type", "text/html")
+	pagePrefix(w, r)
+	w.WriteString("POST logged as record ")
+	w.Write(strconv.AppendUint(b[:0], seq, 10))
+	w.WriteString("\n")
+	w.WriteString(pageSuffix)
+}
+
+// parsePostBody reads the POST body's fields in any order; urlroot is
+// optional, the others are required once each.
+func parsePostBody(b []byte) (p Post, ok bool) {
+	var seen [4]bool
+	for len(b) > 0 {
+		kv := b
+		if i := bytes.IndexByte(b, '&'); i >= 0 {
+			kv, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		k, v, found := bytes.Cut(kv, []byte("="))
+		if !found {
+			return p, false
+		}
+		var slot, limit int
+		var dst *int
+		switch string(k) {
+		case "urlroot":
+			continue
+		case "dir":
+			slot, dst, limit = 0, &p.Dir, 99999
+		case "class":
+			slot, dst, limit = 1, &p.Class, Classes-1
+		case "num":
+			slot, dst, limit = 2, &p.Num, FilesPerDir-1
+		case "client":
+			slot, dst, limit = 3, &p.Client, 999999999
+		default:
+			return p, false
+		}
+		n, rest, ok := field(v, "", 0)
+		if !ok || len(rest) != 0 || n > limit || seen[slot] {
+			return p, false
+		}
+		seen[slot], *dst = true, n
+	}
+	return p, seen == [4]bool{true, true, true, true}
+}
+
+// command obeys ?command/Reset[&maxload=N] and ?command/Fetch from the
+// configured client addresses.
+func (a *App) command(w *percore.ResponseWriter, r *percore.Request, cmd []byte) {
+	if !slices.Contains(a.cfg.CommandFrom, r.Remote.Addr().Unmap()) {
+		fail(w, 403, "specweb: commands are taken only from the configured client addresses")
+		return
+	}
+	name, args, _ := bytes.Cut(cmd, []byte("&"))
+	switch string(name) {
+	case "Fetch":
+		w.Header("Content-Type", "text/plain")
+		w.Write(a.state.Load().log.AppendTo(nil))
+	case "Reset":
+		users := len(a.state.Load().t.Users)
+		for len(args) > 0 {
+			var kv []byte
+			kv, args, _ = bytes.Cut(args, []byte("&"))
+			if v, ok := bytes.CutPrefix(kv, []byte("maxload=")); ok {
+				n, rest, ok := field(v, "", 0)
+				if !ok || len(rest) != 0 || n < 1 || n > MaxUsers {
+					fail(w, 400, "specweb: maxload wants 1 to "+strconv.Itoa(MaxUsers)+" users")
+					return
+				}
+				users = n
+			}
+		}
+		a.Reset(users)
+		w.Header("Content-Type", "text/plain")
+		w.WriteString("specweb: reset: " + strconv.Itoa(users) + " users, " + strconv.Itoa(NumAds) + " ads, post log cleared\n")
+	default:
+		fail(w, 400, "specweb: unknown command; want command/Reset or command/Fetch")
+	}
+}
+
+// Reset draws new tables for users users from the configured seed and
+// starts an empty post log. It is CPU work only (no I/O), bounded by
+// MaxUsers, so it runs on the shard that received the command.
+func (a *App) Reset(users int) {
+	a.state.Store(&state{t: NewTables(a.cfg.Seed, users), loaded: time.Now(), log: new(PostLog)})
+}
+
+// Log is the current post log.
+func (a *App) Log() *PostLog { return a.state.Load().log }
+
+func cgi(w *percore.ResponseWriter, r *percore.Request) {
+	fail(w, 501, "specweb: CGI-style GET through a separate process is not implemented yet")
+}
+
+func fail(w *percore.ResponseWriter, code int, msg string) {
+	w.WriteHeader(code)
+	w.Header("Content-Type", "text/plain")
+	w.WriteString(msg + "\n")
+}
