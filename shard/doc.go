@@ -18,5 +18,10 @@
 // Time comes from the loop: every callback gets now. Timers are intrusive
 // (Timer embedded in the timed object) on the shard's hashed Wheel; a stack that
 // returns its next deadline arms one Timer with it, and the loop sleeps until the
-// wheel's next deadline. The package must not know about sockets, packets or HTTP.
+// wheel's next deadline, to the nanosecond (Config.Tick sets how fine).
+//
+// The server and the load generator (wreck) run on this one loop. What a
+// client needs beyond a server is an option: SetNap (coalesce wake-ups before
+// blocking) and a fine Tick (an open loop's send times). The package must not
+// know about sockets, packets or HTTP.
 package shard

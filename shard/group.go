@@ -2,17 +2,24 @@ package shard
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
 
 // Config is the shards' run-time configuration, fixed at Start.
 type Config struct {
-	CPUs        []int         // one shard per CPU, in this order
+	CPUs        []int         // one shard per CPU, in this order (a CPU may repeat)
 	PollMode    bool          // never block: spin on the pollers and epoll (--poll-mode)
 	Spin        time.Duration // how long an idle loop keeps polling before it blocks (0: block at the first idle iteration)
-	Tick        time.Duration // timer wheel resolution
 	StopTimeout time.Duration // how long Stop lets shards drain before force-closing
+
+	// Tick is the timer wheel's resolution [1ms]: timers fire up to a tick
+	// late, and the loop sleeps to the nanosecond, so a finer tick gives
+	// finer wake-ups (an open-loop load generator's send times). The wheel
+	// turns once per 4096 ticks; timers further out wake the loop once a
+	// turn.
+	Tick time.Duration
 }
 
 func (c *Config) defaults() {
@@ -37,6 +44,11 @@ type Group struct {
 // thread; setup registers the shard's pollers, sources and stoppers. When every
 // setup succeeded the shards are sent the start message; if any failed, all are
 // stopped and closed and the first error is returned.
+//
+// A shard holds its P (a slot of GOMAXPROCS) even while it sleeps (see
+// epollWait), so Start raises GOMAXPROCS to at least one more than the
+// shards running in the process: the last P is the control plane's
+// (signals, stats, the Group's methods), which never waits for a shard.
 func Start(cfg Config, setup func(*Shard) error) (*Group, error) {
 	cfg.defaults()
 	if len(cfg.CPUs) == 0 {
@@ -55,6 +67,7 @@ func Start(cfg Config, setup func(*Shard) error) (*Group, error) {
 		}
 		g.shards = append(g.shards, s)
 	}
+	reserveProcs(len(g.shards))
 	for _, s := range g.shards {
 		go func() {
 			err := s.pin()
@@ -69,6 +82,7 @@ func Start(cfg Config, setup func(*Shard) error) (*Group, error) {
 		for _, s := range g.shards {
 			<-s.done
 		}
+		reserveProcs(-len(g.shards))
 		close(g.done)
 	}()
 	var first error
@@ -88,6 +102,24 @@ func Start(cfg Config, setup func(*Shard) error) (*Group, error) {
 	}
 	g.mu.Unlock()
 	return g, nil
+}
+
+// procs counts the shards running in the process, for GOMAXPROCS.
+var procs struct {
+	sync.Mutex
+	shards int
+}
+
+// reserveProcs adds n running shards (n < 0: removes them) and raises
+// GOMAXPROCS to one more than the running shards. It never lowers it: the
+// rest of the program may have set it higher.
+func reserveProcs(n int) {
+	procs.Lock()
+	defer procs.Unlock()
+	procs.shards += n
+	if runtime.GOMAXPROCS(0) < procs.shards+1 {
+		runtime.GOMAXPROCS(procs.shards + 1)
+	}
 }
 
 func (g *Group) stopAll() {

@@ -83,7 +83,10 @@ type Shard struct {
 	efd   int // eventfd: the producer's wakeup, registered as source 0
 
 	stats    LoopStats
-	final    Report // taken as the shard exits; read after done is closed
+	nap      time.Duration // see SetNap
+	idle     bool          // nothing to do for idleHandoff: sleep with the scheduler's hand-off (epollWait)
+	noPwait2 bool          // the kernel lacks epoll_pwait2: wait in milliseconds
+	final    Report        // taken as the shard exits; read after done is closed
 	started  bool
 	stopping bool
 	stopBy   time.Time
@@ -125,6 +128,21 @@ func newShard(id, cpu int, cfg Config, now time.Time) (*Shard, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// NewDetached makes a shard that no goroutine runs (ID 0, CPU -1): its
+// epoll, its wheel and its registrations work, its loop never does. Tests
+// build a shard's pollers and sources on one and drive them by hand, on one
+// goroutine; Close releases it.
+func NewDetached(cfg Config) (*Shard, error) {
+	cfg.defaults()
+	return newShard(0, -1, cfg, time.Now())
+}
+
+// Close releases a detached shard's descriptors.
+func (s *Shard) Close() {
+	s.closeFDs()
+	s.epfd, s.efd = -1, -1
 }
 
 func (s *Shard) closeFDs() {
@@ -205,6 +223,9 @@ func (s *Shard) pin() error {
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return fmt.Errorf("pin shard %d to cpu %d: %w", s.ID, s.CPU, err)
 	}
+	// The loop sleeps until deadlines it computed (a timer, the end of a
+	// nap): the default timer slack would stretch each by up to 50 us.
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	return nil
 }
 
@@ -212,7 +233,8 @@ func (s *Shard) pin() error {
 //  1. advance the timer wheel (timeouts, the Date tick, a stack's deadline);
 //  2. poll the pollers (AF_XDP rings) in the order added;
 //  3. epoll_wait: with timeout 0 while there is work (or in poll mode), and,
-//     once the loop has been idle for cfg.Spin, blocking until the next timer;
+//     once the loop has been idle for cfg.Spin, blocking until the next timer
+//     (after the nap, if one is set);
 //  4. dispatch the events, one Source call per source with events.
 func (s *Shard) run() {
 	defer close(s.done)
@@ -238,16 +260,12 @@ func (s *Shard) run() {
 		if s.stopping && s.stopped(now) {
 			return
 		}
-		timeout := 0
 		if busy {
 			lastBusy = now
-		} else if !s.cfg.PollMode && now.Sub(lastBusy) >= s.cfg.Spin {
-			timeout = s.sleepFor(now)
 		}
-		if timeout != 0 {
-			s.stats.Sleeps++
-		}
-		n, err := unix.EpollWait(s.epfd, s.events, timeout)
+		block := !busy && !s.cfg.PollMode && now.Sub(lastBusy) >= s.cfg.Spin
+		s.idle = now.Sub(lastBusy) >= idleHandoff
+		n, slept, err := s.wait(now, block)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				s.stats.EINTR++
@@ -256,13 +274,66 @@ func (s *Shard) run() {
 			panic(fmt.Sprintf("shard %d: epoll_wait: %v", s.ID, err))
 		}
 		if n > 0 {
-			if timeout != 0 {
-				now = time.Now() // slept: the loop's time is stale
+			if slept {
+				now = time.Now() // the loop's time is stale
 			}
 			s.dispatch(s.events[:n], now)
 			lastBusy = now
 		}
 	}
+}
+
+// SetNap makes the loop nap for d before it blocks: if no event is ready, it
+// sleeps d and looks again, and only then blocks in epoll_wait (0: never
+// nap). Events that arrive during the nap find no sleeper to wake, and are
+// read together after it. Each wake-up of a thread blocked in epoll_wait
+// costs the sending side a cross-CPU interrupt (tens of microseconds on a
+// virtual machine) and this side a context switch, so a client that
+// outruns its server would otherwise wake for every few replies; a nap short
+// against the latency it measures saves most of those wake-ups and delays an
+// event by at most d. Call it on the shard's goroutine (in a callback).
+func (s *Shard) SetNap(d time.Duration) { s.nap = d }
+
+// Nap is the nap SetNap set.
+func (s *Shard) Nap() time.Duration { return s.nap }
+
+// wait returns the next batch of epoll events: at once, or, when the loop
+// may block, after the nap (if one is set) and blocking until the next timer
+// (slept: it may have).
+func (s *Shard) wait(now time.Time, block bool) (n int, slept bool, err error) {
+	if !block {
+		n, err = s.epollWait(0)
+		return n, false, err
+	}
+	if s.nap > 0 {
+		if n, err = s.epollWait(0); n > 0 || err != nil {
+			return n, false, err
+		}
+		nanosleep(s.nap)
+	}
+	timeout := s.sleepFor(now) // after the first look: events ready need no timer
+	if timeout != 0 {
+		s.stats.Sleeps++
+	}
+	n, err = s.epollWait(timeout)
+	return n, s.nap > 0 || timeout != 0, err
+}
+
+// idleHandoff is how long a shard finds nothing to do before it sleeps with
+// the scheduler's hand-off (see epollWait): sysmon preempts a goroutine that
+// has run for 10 ms.
+const idleHandoff = 10 * time.Millisecond
+
+func (s *Shard) epollWait(timeout time.Duration) (int, error) {
+	handoff := s.idle && timeout != 0
+	if !s.noPwait2 {
+		n, err := epollWait(s.epfd, s.events, timeout, handoff)
+		if err != unix.ENOSYS {
+			return n, err
+		}
+		s.noPwait2 = true
+	}
+	return epollWaitMs(s.epfd, s.events, timeout, handoff)
 }
 
 // waitStart blocks on the inbox alone until the start message (true) or a
@@ -284,8 +355,9 @@ func (s *Shard) waitStart() bool {
 	return true
 }
 
-// sleepFor is the epoll_wait timeout in ms until the next timer (-1: none).
-func (s *Shard) sleepFor(now time.Time) int {
+// sleepFor is how long the loop may block: until the next timer, or the
+// stop deadline while stopping (-1: no timer, until an event).
+func (s *Shard) sleepFor(now time.Time) time.Duration {
 	next, ok := s.wheel.Next()
 	if s.stopping && (!ok || s.stopBy.Before(next)) {
 		next, ok = s.stopBy, true
@@ -293,11 +365,7 @@ func (s *Shard) sleepFor(now time.Time) int {
 	if !ok {
 		return -1
 	}
-	d := next.Sub(now)
-	if d <= 0 {
-		return 0
-	}
-	return int((d + time.Millisecond - 1) / time.Millisecond)
+	return max(next.Sub(now), 0)
 }
 
 func (s *Shard) dispatch(evs []unix.EpollEvent, now time.Time) {

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -199,5 +200,92 @@ func TestSetupErrorStopsAll(t *testing.T) {
 func TestStartRejectsBadCPU(t *testing.T) {
 	if _, err := Start(Config{CPUs: []int{1 << 15}}, func(*Shard) error { return nil }); err == nil {
 		t.Fatal("Start pinned a shard to a CPU that does not exist")
+	}
+}
+
+// Start keeps a P for the control plane beside every running shard.
+func TestStartRaisesGOMAXPROCS(t *testing.T) {
+	cpus := testCPUs(t, 2)
+	g, err := Start(Config{CPUs: cpus}, func(*Shard) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { g.Stop(); g.Wait() }()
+	if p := runtime.GOMAXPROCS(0); p < len(cpus)+1 {
+		t.Fatalf("GOMAXPROCS %d with %d shards running, want at least %d", p, len(cpus), len(cpus)+1)
+	}
+}
+
+// With a fine tick the loop sleeps to the timer, not to the millisecond.
+func TestSleepForFineTick(t *testing.T) {
+	s, err := NewDetached(Config{Tick: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if d := s.sleepFor(time.Now()); d != -1 {
+		t.Fatalf("sleep %v with no timer, want -1 (until an event)", d)
+	}
+	var tm Timer
+	now := time.Now()
+	s.Wheel().Start(&tm, now.Add(300*time.Microsecond))
+	if d := s.sleepFor(now); d < 300*time.Microsecond || d > 310*time.Microsecond {
+		t.Fatalf("sleep %v for a timer 300us ahead on a 10us wheel", d)
+	}
+}
+
+// With a nap set, a wait that finds an event ready returns it at once, and
+// one that finds nothing naps and then blocks until the next timer; neither
+// allocates.
+func TestWaitNaps(t *testing.T) {
+	s, err := NewDetached(Config{Tick: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	e := &eventSource{fd: fd, token: 7, got: make(chan uint64, 1)}
+	if err := s.AddFD(fd, unix.EPOLLIN, s.AddSource(e), e.token); err != nil {
+		t.Fatal(err)
+	}
+	var tm Timer
+	s.SetNap(20 * time.Microsecond)
+	s.Wheel().Start(&tm, time.Now().Add(time.Millisecond))
+	n, slept, err := waitIntr(s)
+	if n != 0 || err != nil || !slept || s.stats.Sleeps != 1 {
+		t.Fatalf("wait with nothing ready: %d events (%v), slept %v, %d sleeps; want 0, a sleep", n, err, slept, s.stats.Sleeps)
+	}
+	one := [8]byte{1}
+	unix.Write(fd, one[:])
+	s.Wheel().Start(&tm, time.Now().Add(time.Hour))
+	n, slept, err = waitIntr(s)
+	if n != 1 || err != nil || slept || s.stats.Sleeps != 1 {
+		t.Fatalf("wait with an event ready: %d events (%v), slept %v, %d sleeps; want 1 and no sleep", n, err, slept, s.stats.Sleeps)
+	}
+	s.dispatch(s.events[:n], time.Now())
+	if tok := <-e.got; tok != e.token {
+		t.Fatalf("token %d, want %d", tok, e.token)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		s.Wheel().Start(&tm, time.Now().Add(100*time.Microsecond))
+		s.wait(time.Now(), true)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per wait, want 0", allocs)
+	}
+}
+
+// waitIntr is a blocking s.wait, again after EINTR (the runtime's
+// preemption signal), as the loop does.
+func waitIntr(s *Shard) (int, bool, error) {
+	for {
+		n, slept, err := s.wait(time.Now(), true)
+		if err != unix.EINTR {
+			return n, slept, err
+		}
 	}
 }

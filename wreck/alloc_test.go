@@ -1,16 +1,18 @@
 package wreck
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"percore/shard"
 )
 
-// loopFixture is one shard with one open connection whose peer is the other
-// end of a socketpair, so a test can play the server byte for byte.
+// loopFixture is one kernel-mode client shard, on a shard that does not run,
+// with one open connection whose peer is the other end of a socketpair, so a
+// test can play the server byte for byte.
 type loopFixture struct {
-	s     *shard
+	s     *kclient
 	c     *conn
 	peer  int
 	resp  []byte // pipeline responses, back to back, seq digits at seqAt[i]
@@ -23,19 +25,20 @@ func newLoopFixture(tb testing.TB, pipeline int, checkSeq bool, rate float64) *l
 	cfg := DefaultConfig()
 	cfg.Server, cfg.Pipeline, cfg.CheckSeq, cfg.Rate = "test:1", pipeline, checkSeq, rate
 	req, seqOff := buildRequest(&cfg, checkSeq)
-	var stop atomic.Bool
-	s, err := newShard(0, &cfg, nil, unix.AF_UNIX, 1, -1, req, seqOff, &stop)
+	sh, err := shard.NewDetached(shard.Config{Tick: wheelTick})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	s := newKClient(sh, newAcct(0, &cfg, 1, -1), nil, unix.AF_UNIX, req, seqOff)
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	f := &loopFixture{s: s, c: &s.conns[0], peer: fds[1], drain: make([]byte, 1<<16)}
-	tb.Cleanup(func() { s.close(); unix.Close(fds[1]) })
+	tb.Cleanup(func() { s.closeConns(); sh.Close(); unix.Close(fds[1]) })
 	f.c.fd = fds[0]
 	s.now = mono()
+	s.begun, s.t0 = true, s.now
 	s.connected(f.c) // writes the first pipeline of requests
 	one := "HTTP/1.1 200 OK\r\nServer: t\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
 	for range pipeline {

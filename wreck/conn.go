@@ -18,9 +18,9 @@ const (
 // with CheckSeq, the slot's own copy that it stamps before each write; carry
 // holds an incomplete header section or chunk line between reads.
 type conn struct {
-	idx    int32 // index in the shard's conns; epoll events carry it
-	fd     int   // -1 without a socket
-	gen    int32 // bumped per socket; epoll events carry it to drop stale ones
+	idx    int32  // index in the shard's conns; epoll events carry it
+	fd     int    // -1 without a socket
+	gen    uint32 // bumped per socket, 24 bits; epoll events carry it to drop stale ones
 	state  cstate
 	queued bool // on the shard's pending list
 	outOn  bool // EPOLLOUT is in the socket's epoll interest
@@ -38,6 +38,13 @@ type conn struct {
 	since  int64 // connect start, or drain start
 	wakeAt int64 // end of a connect back-off
 }
+
+// genMask keeps a socket generation to the 24 bits an epoll token has beside
+// the slot index.
+const genMask = 1<<24 - 1
+
+// token is the epoll token of c's socket: slot index and generation.
+func (c *conn) token() uint64 { return uint64(uint32(c.idx)) | uint64(c.gen)<<32 }
 
 // flights is a connection's in-flight requests, oldest first, in a ring of
 // Pipeline entries: start is the latency origin (send time, or the intended

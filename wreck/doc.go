@@ -1,9 +1,11 @@
 // Package wreck is percore's HTTP/1.1 load generator, in the manner of Seastar's
-// seawreck: client shards (one pinned OS thread and one epoll each) drive many
-// keep-alive or one-shot connections over kernel sockets, pipeline requests,
-// validate every response (status line, Content-Length or chunked framing,
-// Connection: close), count errors by class, and record latency in an HDR
-// histogram per shard, merged only when the run ends.
+// seawreck: client shards (package shard's loops, one pinned OS thread
+// each) drive many keep-alive or one-shot connections, over kernel sockets or
+// over percore's native stack (package native: an AF_XDP queue and a
+// userspace TCP per shard), pipeline requests, validate every response
+// (status line, Content-Length or chunked framing, Connection: close), count
+// errors by class, and record latency in an HDR histogram per shard, merged
+// only when the run ends.
 //
 // Closed loop (the default), each connection keeps Pipeline requests in flight,
 // written as one batch when the last batch is answered; latency runs from the
@@ -17,11 +19,15 @@
 // once per connection when sequence numbers are checked), responses are parsed
 // in place in a per-shard read buffer, and body bytes are skipped, never copied.
 //
-// wreck never hangs past its deadline: every wait is bounded by a shard tick, and
-// a stalled, resetting or malformed server is counted, not waited on.
+// wreck never hangs past its deadline: each shard ends its run on a timer at
+// the deadline, every connection's wait is bounded by --timeout and checked
+// each tick, a stalled, resetting or malformed server is counted, not waited
+// on, and Run stops the shards a few ticks after the deadline whatever they do.
 //
-// Files: run.go starts and merges the shards; shard.go is a shard's loop;
-// issue.go sends requests (budget, open-loop schedule, writes); receive.go reads
-// and accounts responses; lifecycle.go opens and closes sockets; parser.go is
-// the response parser; report.go the text and JSON output.
+// Files: run.go starts the shards and is the control plane; acct.go is a
+// shard's accounting and schedule, shared by both modes; kernel.go is the
+// kernel-socket client (issue.go sends requests, receive.go reads and accounts
+// responses, lifecycle.go opens and closes sockets); native_run.go and
+// native_client.go are the native client; parser.go is the response parser;
+// report.go the text and JSON output.
 package wreck

@@ -1,62 +1,14 @@
 package wreck
 
-// Requests out: the budget, the open-loop schedule, and writes.
+// Requests out on kernel sockets: the open-loop dispatch and writes (the
+// budget and the schedule are the account's, acct.go).
 
 import "golang.org/x/sys/unix"
-
-// room reports whether the budget allows another request.
-func (s *shard) room() bool { return s.budget < 0 || s.issued < s.budget }
-
-// take returns the latency origin of the next request, if one may go now.
-func (s *shard) take() (int64, bool) {
-	if !s.room() {
-		return 0, false
-	}
-	if !s.rate {
-		s.issued++
-		return s.now, true
-	}
-	var t int64
-	if s.rqN > 0 {
-		t = s.requeue[s.rqHead]
-		s.rqHead++
-		if s.rqHead == len(s.requeue) {
-			s.rqHead = 0
-		}
-		s.rqN--
-	} else {
-		if t = s.t0 + int64(float64(s.next)*s.iv); t > s.now {
-			return 0, false
-		}
-		s.next++
-	}
-	s.issued++
-	recordNs(s.lag, s.now-t) // how late the client itself is: part of the latency
-	return t, true
-}
-
-// backlog reports whether a request is due and not yet on a connection.
-func (s *shard) backlog() bool {
-	return s.room() && (s.rqN > 0 || s.t0+int64(float64(s.next)*s.iv) <= s.now)
-}
-
-// giveBack returns an abandoned request (latency origin t) to be taken again.
-func (s *shard) giveBack(t int64) {
-	s.issued--
-	if s.rate {
-		i := s.rqHead + s.rqN
-		if i >= len(s.requeue) {
-			i -= len(s.requeue)
-		}
-		s.requeue[i] = t
-		s.rqN++
-	}
-}
 
 // dispatch puts due requests (--rate) on connections with room, scanning from
 // the cursor; a full scan without room marks the shard saturated until a
 // connection frees a slot.
-func (s *shard) dispatch() {
+func (s *kclient) dispatch() {
 	if s.saturated || !s.backlog() {
 		return
 	}
@@ -75,14 +27,14 @@ func (s *shard) dispatch() {
 }
 
 // refill issues what c can take and, under --rate, notes that c has room left.
-func (s *shard) refill(c *conn) {
+func (s *kclient) refill(c *conn) {
 	s.fill(c)
 	if s.rate && s.hasRoom(c) {
 		s.saturated = false
 	}
 }
 
-func (s *shard) hasRoom(c *conn) bool {
+func (s *kclient) hasRoom(c *conn) bool {
 	if s.cfg.KeepAlive {
 		return c.state == cOpen && c.n < s.cfg.Pipeline && c.wpos == c.wend
 	}
@@ -90,7 +42,7 @@ func (s *shard) hasRoom(c *conn) bool {
 }
 
 // fill connects an idle slot, or writes as many requests as c has room for.
-func (s *shard) fill(c *conn) {
+func (s *kclient) fill(c *conn) {
 	if s.finished {
 		return
 	}
@@ -132,7 +84,7 @@ func (s *shard) fill(c *conn) {
 }
 
 // write sends k prebuilt requests (stamped with sequence numbers if asked).
-func (s *shard) write(c *conn, k int) {
+func (s *kclient) write(c *conn, k int) {
 	if s.seqOff >= 0 {
 		for i := range k {
 			stampSeq(c.req[i*s.reqLen+s.seqOff:], c.seqSent)
@@ -144,7 +96,7 @@ func (s *shard) write(c *conn, k int) {
 }
 
 // flush writes what is pending; it reports false if the connection failed.
-func (s *shard) flush(c *conn) bool {
+func (s *kclient) flush(c *conn) bool {
 	for c.wpos < c.wend {
 		m, err := sysWrite(c.fd, c.req[c.wpos:c.wend])
 		if err != nil {
@@ -177,14 +129,14 @@ const (
 	evWrite = evRead | unix.EPOLLOUT
 )
 
-func (s *shard) watchOut(c *conn, on bool) {
+func (s *kclient) watchOut(c *conn, on bool) {
 	if c.outOn == on {
 		return
 	}
 	c.outOn = on
-	ev := unix.EpollEvent{Events: evRead, Fd: c.idx, Pad: c.gen}
+	ev := uint32(evRead)
 	if on {
-		ev.Events = evWrite
+		ev = evWrite
 	}
-	unix.EpollCtl(s.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+	s.sh.ModifyFD(c.fd, ev, s.src, c.token())
 }

@@ -5,18 +5,17 @@ package wreck
 import "golang.org/x/sys/unix"
 
 // connect opens a non-blocking socket for c and starts connecting.
-func (s *shard) connect(c *conn) {
+func (s *kclient) connect(c *conn) {
 	fd, err := unix.Socket(s.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.connectFailed(c)
 		return
 	}
 	c.fd, c.since = fd, s.now
-	c.gen++
+	c.gen = (c.gen + 1) & genMask
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.outOn = true
-	ev := unix.EpollEvent{Events: evWrite, Fd: c.idx, Pad: c.gen}
-	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := s.sh.AddFD(fd, evWrite, s.src, c.token()); err != nil {
 		s.connectFailed(c)
 		return
 	}
@@ -32,14 +31,14 @@ func (s *shard) connect(c *conn) {
 
 // connectFailed counts a failed connect and backs off; a one-shot request
 // waiting for the connection is given back.
-func (s *shard) connectFailed(c *conn) {
+func (s *kclient) connectFailed(c *conn) {
 	s.cnt.Errors[errConnect]++
 	s.drop(c)
 	c.state, c.wakeAt = cWait, s.now+int64(connBackoff)
 }
 
 // connected starts the request flow on a fresh connection.
-func (s *shard) connected(c *conn) {
+func (s *kclient) connected(c *conn) {
 	c.state = cOpen
 	s.cnt.Connects++
 	c.p.reset()
@@ -55,13 +54,13 @@ func (s *shard) connected(c *conn) {
 }
 
 // reconnect closes c and queues it to connect again after this batch of events.
-func (s *shard) reconnect(c *conn) {
+func (s *kclient) reconnect(c *conn) {
 	s.drop(c)
 	s.queue(c)
 }
 
 // queue puts c on the pending list (once).
-func (s *shard) queue(c *conn) {
+func (s *kclient) queue(c *conn) {
 	if !c.queued {
 		c.queued = true
 		s.pending = append(s.pending, c.idx)
@@ -69,7 +68,7 @@ func (s *shard) queue(c *conn) {
 }
 
 // drop closes c's socket and gives back its requests in flight.
-func (s *shard) drop(c *conn) {
+func (s *kclient) drop(c *conn) {
 	for c.n > 0 {
 		s.giveBack(c.pop())
 	}
@@ -79,7 +78,7 @@ func (s *shard) drop(c *conn) {
 	c.carry = c.carry[:0]
 }
 
-func (s *shard) closeFd(c *conn) {
+func (s *kclient) closeFd(c *conn) {
 	if c.fd >= 0 {
 		unix.Close(c.fd)
 		c.fd = -1

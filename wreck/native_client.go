@@ -10,15 +10,15 @@ import (
 // nclient is one native client shard's connections on its own userspace
 // stack: the same closed-loop, keep-alive, pipelined or one-shot request
 // flow, parser and accounting as the kernel mode, with the netstack's TCP
-// (active open) carrying the bytes. It knows nothing of AF_XDP: the shard
-// loop (native_shard.go) gives it a Link and the time; tests give it a
-// ChanLink.
+// (active open) carrying the bytes. It knows nothing of AF_XDP: it runs as
+// the App of the shard's native.Queue, around each Poll of the stack; tests
+// poll the stack over a ChanLink themselves.
 //
 // Owned by the shard's goroutine. TCP calls the conns (TCPApp) and the
 // endpoint only from inside Stack.Poll and AbortTCP, which nclient itself
-// calls, so nothing here runs concurrently.
+// or its queue calls, so nothing here runs concurrently.
 type nclient struct {
-	acct  *shard // counters, histogram, request budget: the kernel mode's accounting (it holds no sockets here)
+	acct  *acct // counters, histograms, request budget, schedule
 	cfg   *Config
 	stack *netstack.Stack
 	link  netstack.Link
@@ -31,11 +31,12 @@ type nclient struct {
 	connecting []int32 // slots whose handshake is under way
 	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
 	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	woke       bool    // a connection was woken outside Stack.Poll: poll again before sleeping
+	down       bool    // the run is over and every connection reset
 	seqOff     int
 	reqLen     int
 
 	nowT time.Time // the stack's time of this step
-	next time.Time // the stack's next deadline (zero: none)
 }
 
 // nendpoint is the TCPEndpoint of the client's connections: they are never
@@ -80,12 +81,13 @@ type nconn struct {
 	since, wakeAt    int64
 }
 
-// newNClient builds the connections of one shard on stack (TCP enabled) and
-// link, to dst:port. acct is the shard's accounting.
-func newNClient(acct *shard, stack *netstack.Stack, link netstack.Link, dst netstack.IPv4Addr, port uint16, conns int, req []byte, seqOff int) *nclient {
-	cfg := acct.cfg
+// newNClient builds the connections of one shard, to dst:port; a is the
+// shard's account. use gives it its stack and link.
+func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff int) *nclient {
+	cfg := a.cfg
+	conns := a.slots
 	c := &nclient{
-		acct: acct, cfg: cfg, stack: stack, link: link, dst: dst, port: port,
+		acct: a, cfg: cfg, dst: dst, port: port,
 		conns:      make([]nconn, conns),
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
@@ -144,6 +146,11 @@ func (c *nclient) dispatch() {
 	s.saturated = true
 }
 
+// use sets the stack (TCP enabled) the connections open on, and its link.
+func (c *nclient) use(stack *netstack.Stack, link netstack.Link) {
+	c.stack, c.link = stack, link
+}
+
 // begin queues every slot to connect.
 func (c *nclient) begin() {
 	for i := range c.conns {
@@ -151,12 +158,17 @@ func (c *nclient) begin() {
 	}
 }
 
-// step is one turn of the shard loop at now (the acct clock set to the
-// same instant): connects, the stack over the link, handshakes that
-// completed, and resets. It reports whether frames moved.
-func (c *nclient) step(now time.Time) bool {
+// Before implements native.App, ahead of the stack's Poll: the run begins
+// at the first; slots connect (their SYNs go out in this Poll), and under
+// --rate the requests due go out.
+func (c *nclient) Before(now time.Time) {
 	s := c.acct
+	s.setNow(now)
 	c.nowT = now
+	if !s.begun {
+		s.begin()
+		c.begin()
+	}
 	for len(c.retry) > 0 && !s.finished {
 		nc := &c.conns[c.retry[len(c.retry)-1]]
 		c.retry = c.retry[:len(c.retry)-1]
@@ -168,17 +180,33 @@ func (c *nclient) step(now time.Time) bool {
 	if s.rate {
 		c.dispatch()
 	}
-	st := c.stack.Stats()
-	rx, tx := st.RxFrames, st.TxFrames
+	c.woke = false // what was woken goes out in this Poll
 	c.inStack = true
-	c.next = c.stack.Poll(now, c.link)
+}
+
+// After implements native.App, after the stack's Poll: the slots that
+// failed inside it are reset, handshakes that completed start their
+// requests, and the run, once over, resets every connection. It asks for
+// another Poll before the shard sleeps while connects, resets or woken
+// connections wait for one, or under --rate while given-back requests wait
+// for a slot; else, under --rate, the shard wakes at the next intended send.
+func (c *nclient) After(now time.Time) bool {
+	s := c.acct
 	c.inStack = false
 	c.runAborts()
 	if len(c.connecting) > 0 {
 		c.checkConnecting()
 	}
-	st = c.stack.Stats()
-	return st.RxFrames != rx || st.TxFrames != tx
+	if s.finished {
+		c.shutdown(now)
+		return false
+	}
+	busy := len(c.retry) > 0 || len(c.aborts) > 0 || c.woke
+	if s.rate && !s.saturated && s.room() && s.rqN > 0 {
+		busy = true // given-back requests wait for a slot: dispatch again
+	}
+	s.armSend()
+	return busy
 }
 
 // connect opens a TCP connection for slot nc; the SYN goes out at the next
@@ -286,6 +314,7 @@ func (c *nclient) write(nc *nconn, k int) {
 	nc.pend += k * c.reqLen
 	if !c.inStack {
 		c.stack.WakeTCP(nc.h)
+		c.woke = true
 	}
 }
 
@@ -466,6 +495,7 @@ func (c *nclient) closeSlot(nc *nconn) {
 	nc.since = c.acct.now
 	if !c.inStack {
 		c.stack.WakeTCP(nc.h)
+		c.woke = true
 	}
 }
 
@@ -543,6 +573,7 @@ func (c *nclient) queueRetry(nc *nconn) {
 // that timed out is reset.
 func (c *nclient) tick() {
 	s := c.acct
+	c.nowT = at(s.now)
 	timeout := int64(c.cfg.Timeout)
 	for i := range c.conns {
 		nc := &c.conns[i]
@@ -565,9 +596,13 @@ func (c *nclient) tick() {
 	c.runAborts()
 }
 
-// shutdown resets every connection still open (the run is over) and flushes
-// the resets.
+// shutdown resets every connection still open (the run is over) and
+// flushes the resets. Once.
 func (c *nclient) shutdown(now time.Time) {
+	if c.down {
+		return
+	}
+	c.down = true
 	c.nowT = now
 	for i := range c.conns {
 		nc := &c.conns[i]

@@ -2,7 +2,6 @@ package wreck
 
 import (
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func (e *httpEP) Release(app netstack.TCPApp, now time.Time) { e.srv.Release(app
 // ncPair is a native client shard and a native httpd on two stacks.
 type ncPair struct {
 	cl       *nclient
-	acct     *shard
+	acct     *acct
 	srv      *netstack.Stack
 	ep       *httpEP
 	cLink    *netstack.ChanLink
@@ -73,31 +72,30 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 	if err := ss.ListenTCP(80, ep); err != nil {
 		tb.Fatal(err)
 	}
-	var stop atomic.Bool
-	acct, err := newAcct(0, &cfg, conns, budget, &stop)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	acct := newAcct(0, &cfg, conns, budget)
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	p := &ncPair{
 		acct: acct, srv: ss, ep: ep,
 		cLink: netstack.NewChanLink(1500, 512), sLink: netstack.NewChanLink(1500, 512),
-		t0: time.Unix(1000, 0),
+		t0: epoch, // the fake clock's origin is the account's
 	}
-	p.cl = newNClient(acct, cs, p.cLink, sa, 80, conns, req, seqOff)
+	p.cl = newNClient(acct, sa, 80, req, seqOff)
+	p.cl.use(cs, p.cLink)
 	p.nowT = p.t0
-	acct.t0 = 0 // the fake clock's origin
+	acct.begun = true // at 0 on the fake clock
 	ep.srv.Tick(p.nowT)
 	p.cl.begin()
 	return p
 }
 
-// step advances the fake clock by d and runs client, wire, server, wire.
+// step advances the fake clock by d and runs client (around its stack's
+// Poll, as its queue does), wire, server, wire.
 func (p *ncPair) step(d time.Duration) {
 	p.clock += d
 	p.nowT = p.t0.Add(p.clock)
-	p.acct.now = int64(p.clock)
-	p.cl.step(p.nowT)
+	p.cl.Before(p.nowT)
+	p.cl.stack.Poll(p.nowT, p.cLink)
+	p.cl.After(p.nowT)
 	p.cLink.ForwardTo(p.sLink)
 	p.srv.Poll(p.nowT, p.sLink)
 	p.sLink.ForwardTo(p.cLink)
@@ -201,15 +199,7 @@ func TestNativeClientAllocs(t *testing.T) {
 		p.step(10 * time.Microsecond)
 	}
 	before := p.acct.cnt.Responses
-	allocs := testing.AllocsPerRun(2000, func() {
-		p.clock += 10 * time.Microsecond
-		p.nowT = p.t0.Add(p.clock)
-		p.acct.now = int64(p.clock)
-		p.cl.step(p.nowT)
-		p.cLink.ForwardTo(p.sLink)
-		p.srv.Poll(p.nowT, p.sLink)
-		p.sLink.ForwardTo(p.cLink)
-	})
+	allocs := testing.AllocsPerRun(2000, func() { p.step(10 * time.Microsecond) })
 	if p.acct.cnt.Responses-before < 1000 {
 		t.Fatalf("only %d responses while measuring: not steady state", p.acct.cnt.Responses-before)
 	}

@@ -3,7 +3,6 @@ package wreck
 import (
 	"fmt"
 	"net/netip"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,9 +79,6 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 		}
 	})
 	t.Log(pair.Lab)
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + len(cpus)) // the server's shards hold Ps while they poll
-	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 	return pair, startNativeServer(t, pair.Lab, cpus), cpus
 }
 

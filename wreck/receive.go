@@ -5,7 +5,7 @@ package wreck
 import "golang.org/x/sys/unix"
 
 // readable reads and parses until the socket is drained (or closed).
-func (s *shard) readable(c *conn, hup bool) {
+func (s *kclient) readable(c *conn, hup bool) {
 	for {
 		k := copy(s.rbuf, c.carry)
 		m, err := sysRead(c.fd, s.rbuf[k:])
@@ -38,7 +38,7 @@ func (s *shard) readable(c *conn, hup bool) {
 }
 
 // parse runs the parser over data; it reports false if c was closed.
-func (s *shard) parse(c *conn, data []byte) bool {
+func (s *kclient) parse(c *conn, data []byte) bool {
 	for off := 0; off < len(data); {
 		if c.n == 0 {
 			s.fail(c, errMalformed) // bytes nobody asked for
@@ -67,7 +67,7 @@ func (s *shard) parse(c *conn, data []byte) bool {
 }
 
 // complete accounts one response on c; it reports false if c was closed.
-func (s *shard) complete(c *conn) bool {
+func (s *kclient) complete(c *conn) bool {
 	if s.seqOff >= 0 {
 		if !c.p.hasSeq || c.p.seq != c.seqWant {
 			s.fail(c, errMismatch)
@@ -92,18 +92,8 @@ func (s *shard) complete(c *conn) bool {
 	return true
 }
 
-func (s *shard) record(lat int64) { recordNs(s.hist, lat) }
-
-// finish counts a request as done and ends the shard when its budget is.
-func (s *shard) finish() {
-	s.done++
-	if s.budget >= 0 && s.done >= s.budget {
-		s.finished = true
-	}
-}
-
 // eof handles the server closing c.
-func (s *shard) eof(c *conn) {
+func (s *kclient) eof(c *conn) {
 	switch {
 	case c.state == cDraining:
 		s.reconnect(c)
@@ -122,7 +112,7 @@ func (s *shard) eof(c *conn) {
 
 // fail counts an error of class cls; the oldest request in flight (if any) is
 // the one that failed, the others are given back. c is closed and reconnects.
-func (s *shard) fail(c *conn, cls errClass) {
+func (s *kclient) fail(c *conn, cls errClass) {
 	s.cnt.Errors[cls]++
 	if c.n > 0 {
 		c.pop()

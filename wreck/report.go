@@ -90,8 +90,9 @@ func latency(h *hdrhistogram.Histogram) Latency {
 }
 
 // result merges the shards after they have stopped.
-func result(cfg *Config, shards []*shard, cpus []int, start int64) *Result {
-	r := &Result{
+func (r *run) result() *Result {
+	cfg := r.cfg
+	res := &Result{
 		Server: cfg.Server, SMP: cfg.SMP, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
 		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate,
 	}
@@ -101,37 +102,37 @@ func result(cfg *Config, shards []*shard, cpus []int, start int64) *Result {
 	if cfg.Rate > 0 {
 		lag = newHist()
 	}
-	var stopped int64
-	for i, s := range shards {
+	start, stopped := r.accts[0].t0, int64(0)
+	for i, s := range r.accts {
 		total.add(&s.cnt)
 		hist.Merge(s.hist)
 		if lag != nil {
 			lag.Merge(s.lag)
 		}
-		stopped = max(stopped, s.stopped)
-		secs := float64(s.stopped-start) / 1e9
+		start, stopped = min(start, s.t0), max(stopped, s.stopped)
+		secs := float64(s.stopped-s.t0) / 1e9
 		sr := ShardResult{
-			CPU: cpus[i%len(cpus)], Conns: len(s.conns), Requests: s.cnt.Responses,
+			CPU: r.cpus[i], Conns: s.slots, Requests: s.cnt.Responses,
 			Errors: errorCounts(&s.cnt), Latency: latency(s.hist),
 		}
 		if secs > 0 {
 			sr.ReqPerSec = float64(s.cnt.Responses) / secs
 		}
-		r.Shards = append(r.Shards, sr)
+		res.Shards = append(res.Shards, sr)
 	}
-	r.Seconds = float64(stopped-start) / 1e9
-	r.Requests, r.BytesRead, r.Connects = total.Responses, total.Bytes, total.Connects
-	if r.Seconds > 0 {
-		r.ReqPerSec = float64(r.Requests) / r.Seconds
-		r.BytesPerSec = float64(r.BytesRead) / r.Seconds
+	res.Seconds = float64(stopped-start) / 1e9
+	res.Requests, res.BytesRead, res.Connects = total.Responses, total.Bytes, total.Connects
+	if res.Seconds > 0 {
+		res.ReqPerSec = float64(res.Requests) / res.Seconds
+		res.BytesPerSec = float64(res.BytesRead) / res.Seconds
 	}
-	r.Errors = errorCounts(&total)
-	r.Latency = latency(hist)
+	res.Errors = errorCounts(&total)
+	res.Latency = latency(hist)
 	if lag != nil {
 		l := latency(lag)
-		r.SendLag = &l
+		res.SendLag = &l
 	}
-	return r
+	return res
 }
 
 // WriteJSON writes r as one JSON document.

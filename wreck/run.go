@@ -1,20 +1,16 @@
 package wreck
 
 import (
-	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"percore/shard"
 )
 
 // Run drives the server as cfg says and returns the merged result. It returns
-// within cfg.Duration plus a few shard ticks, whatever the server does. While
-// it runs, GOMAXPROCS is raised by cfg.SMP (one P per shard thread); runs in
-// one process should not overlap.
+// within cfg.Duration plus a few shard ticks, whatever the server does. Its
+// shards raise GOMAXPROCS as shard.Start does, and leave it raised.
 func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -26,22 +22,40 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
+	r := newRun(&cfg)
+	g, err := r.start(func(sh *shard.Shard, a *acct) error {
+		newKClient(sh, a, sa, family, req, seqOff)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.wait(g)
+	return r.result(), nil
+}
+
+// run is one run's control plane: the shards' accounts, read once the
+// shards have exited (pub meanwhile), and how many shards are still running.
+type run struct {
+	cfg   *Config
+	cpus  []int // shard i's CPU
+	accts []*acct
+	left  atomic.Int32
+	ended chan struct{} // closed when every shard has ended its run
+	began int64         // when the shards started, for the progress line
+}
+
+// newRun splits the connections and the request budget over the shards.
+func newRun(cfg *Config) *run {
 	cpus := cfg.CPUSet
 	if len(cpus) == 0 {
 		cpus = processCPUs()
 	}
-	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
-
-	var stop atomic.Bool
-	shards := make([]*shard, cfg.SMP)
-	defer func() {
-		for _, s := range shards {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	for i := range shards {
+	r := &run{cfg: cfg, cpus: make([]int, cfg.SMP), accts: make([]*acct, cfg.SMP), ended: make(chan struct{})}
+	r.left.Store(int32(cfg.SMP))
+	for i := range cfg.SMP {
+		r.cpus[i] = cpus[i%len(cpus)]
 		conns := cfg.Conns / cfg.SMP
 		if i < cfg.Conns%cfg.SMP {
 			conns++
@@ -53,109 +67,69 @@ func Run(cfg Config) (*Result, error) {
 				budget++
 			}
 		}
-		if shards[i], err = newShard(i, &cfg, sa, family, conns, budget, req, seqOff, &stop); err != nil {
-			return nil, err
-		}
+		r.accts[i] = newAcct(i, cfg, conns, budget)
+		r.accts[i].ended = r.shardEnded
 	}
-
-	// A shard holds its P even while it waits in epoll_wait (a raw call, see
-	// run), so give the rest of the program its usual Ps on top.
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + cfg.SMP)
-	defer runtime.GOMAXPROCS(procs)
-
-	// Pin each shard's thread, then start them together.
-	start, done, err := launch(len(shards), cfg.Duration, &stop, func(i int) error {
-		var set unix.CPUSet
-		set.Set(cpus[i%len(cpus)])
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("pin shard %d to CPU %d: %w", i, cpus[i%len(cpus)], err)
-		}
-		// Naps (shard.wait) as long as asked: the default timer slack
-		// would stretch each by up to 50us.
-		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-		return nil
-	}, func(i int, start, end int64) { shards[i].run(start, end) }, nil)
-	if err != nil {
-		return nil, err
-	}
-	progressLoop(&cfg, shards, start, &stop, done)
-	return result(&cfg, shards, cpus, start), nil
+	return r
 }
 
-// progressLoop waits for the shards, printing a line each second and
-// passing cfg.Stop on.
-func progressLoop(cfg *Config, accts []*shard, start int64, stop *atomic.Bool, done *sync.WaitGroup) {
-	finished := make(chan struct{})
-	go func() { done.Wait(); close(finished) }()
+// shardEnded is called by each shard as its run ends (budget, deadline).
+func (r *run) shardEnded() {
+	if r.left.Add(-1) == 0 {
+		close(r.ended)
+	}
+}
+
+// start starts the shards, each on its CPU, with setup(shard, its account)
+// on the shard's thread. The shards begin their runs together, at their
+// first loop iteration.
+func (r *run) start(setup func(*shard.Shard, *acct) error) (*shard.Group, error) {
+	g, err := shard.Start(shard.Config{CPUs: r.cpus, Tick: wheelTick, StopTimeout: time.Second}, func(sh *shard.Shard) error {
+		return setup(sh, r.accts[sh.ID])
+	})
+	r.began = mono()
+	return g, err
+}
+
+// wait is the control plane while the shards run: a progress line each
+// second, until every shard has ended its run or cfg.Stop is closed; then it
+// stops the shards and waits for them. The shards end their runs at the
+// deadline on their own timers; the control plane stops them a few ticks
+// later whatever they do.
+func (r *run) wait(g *shard.Group) {
+	cfg := r.cfg
 	progress := time.NewTicker(time.Second)
 	defer progress.Stop()
+	deadline := time.NewTimer(cfg.Duration + 10*tick)
+	defer deadline.Stop()
 	var last uint64
-	lastAt := start
+	lastAt := r.began
+loop:
 	for {
 		select {
-		case <-finished:
-			return
+		case <-r.ended:
+			break loop
 		case <-cfg.Stop:
-			stop.Store(true)
+			break loop
+		case <-deadline.C:
+			break loop
 		case <-progress.C:
 			if cfg.Progress == nil {
 				continue
 			}
 			var resp, fails, bytes uint64
-			for _, s := range accts {
-				resp += s.pub.responses.Load()
-				fails += s.pub.failures.Load()
-				bytes += s.pub.bytes.Load()
+			for _, a := range r.accts {
+				resp += a.pub.responses.Load()
+				fails += a.pub.failures.Load()
+				bytes += a.pub.bytes.Load()
 			}
 			now := mono()
 			secs := float64(now-lastAt) / 1e9
 			fmt.Fprintf(cfg.Progress, "wreck: %5.1fs %10.0f req/s %8d errors %8.2f MB total\n",
-				float64(now-start)/1e9, float64(resp-last)/secs, fails, float64(bytes)/1e6)
+				float64(now-r.began)/1e9, float64(resp-last)/secs, fails, float64(bytes)/1e6)
 			last, lastAt = resp, now
 		}
 	}
-}
-
-// launch starts n shard goroutines, each on an OS thread locked for good (it
-// may be pinned or in another namespace, so it exits with the goroutine).
-// Each calls setup(i) there; once all have returned, the shards start
-// together with run(i, start, end) for duration d, unless a setup failed:
-// then none runs, stop is set and launch returns the errors joined after the
-// shards have exited. cleanup(i), if not nil, runs last on each shard's
-// thread. done ends with the shards.
-func launch(n int, d time.Duration, stop *atomic.Bool, setup func(i int) error, run func(i int, start, end int64), cleanup func(i int)) (start int64, done *sync.WaitGroup, err error) {
-	var ready sync.WaitGroup
-	done = new(sync.WaitGroup)
-	startCh := make(chan struct{})
-	var end int64
-	errs := make([]error, n)
-	for i := range n {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread()
-			errs[i] = setup(i)
-			ready.Done()
-			<-startCh
-			if errs[i] == nil && !stop.Load() {
-				run(i, start, end)
-			}
-			if cleanup != nil {
-				cleanup(i)
-			}
-		}()
-	}
-	ready.Wait()
-	if err := errors.Join(errs...); err != nil {
-		stop.Store(true)
-		close(startCh)
-		done.Wait()
-		return 0, nil, err
-	}
-	start = mono()
-	end = start + int64(d)
-	close(startCh)
-	return start, done, nil
+	g.Stop()
+	g.Wait()
 }

@@ -26,23 +26,6 @@ func sysWrite(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// sysEpollWait is epoll_wait(2) without the scheduler hand-off. The caller
-// bounds msec (a shard tick); the runtime's preemption signal interrupts it
-// (EINTR), so a stop-the-world or another goroutine waits at most that long.
-func sysEpollWait(epfd int, ev []unix.EpollEvent, msec int) (int, error) {
-	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(ev))), uintptr(len(ev)), uintptr(msec), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
-
-// sysNanosleep sleeps ns nanoseconds, raw for the same reason.
-func sysNanosleep(ns int64) {
-	ts := unix.NsecToTimespec(ns)
-	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
 // ownSockaddr copies sa: unix.Connect encodes a Sockaddr into a buffer inside
 // it, so shards must not share one.
 func ownSockaddr(sa unix.Sockaddr) unix.Sockaddr {
