@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -76,11 +75,6 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		return nil, err
 	}
 	s.Addr = addr
-	// Shards hold their Ps while polling; keep one more for the control plane
-	// (signals, stats) so it never waits for a shard to sleep.
-	if runtime.GOMAXPROCS(0) < len(cpus)+1 {
-		runtime.GOMAXPROCS(len(cpus) + 1)
-	}
 	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
 		taken[sh.ID] = true
