@@ -41,6 +41,29 @@ func (r *nativeRun) close() error {
 	return errors.Join(errs...)
 }
 
+// buildLab builds the veth lab (with the impairment bridge when asked) that
+// Native.Lab serves on, and points cfg at its server end.
+func (run *nativeRun) buildLab(no *NativeOptions, queues int, cfg *native.Config) (err error) {
+	if os.Geteuid() != 0 {
+		return native.ErrNotRoot
+	}
+	c := lab.Config{Prefix: no.LabPrefix, Queues: queues, ServerRoot: true}
+	if c.Prefix == "" {
+		c.Prefix = "ph"
+	}
+	if no.Impair != nil {
+		if run.imp, err = lab.NewImpaired(c, *no.Impair); err != nil {
+			return fmt.Errorf("impaired lab: %w", err)
+		}
+		run.lab = run.imp.Lab
+	} else if run.lab, err = lab.New(c); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	cfg.Iface, cfg.Addr, cfg.MTU = run.lab.ServerIf, run.lab.ServerIP, run.lab.MTU
+	cfg.Netmask, cfg.Gateway = netip.AddrFrom4([4]byte{255, 255, 255, 0}), netip.Addr{}
+	return nil
+}
+
 // startNative starts shards on the native stack: the lab (Native.Lab), the
 // device (checks, XDP program), then per shard, on its pinned thread, its
 // queue (socket, link, stack) and the Native serving httpd on it.
@@ -63,23 +86,9 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "percore: "+f+"\n", a...) }
 	}
 	if no.Lab {
-		if os.Geteuid() != 0 {
-			return native.ErrNotRoot
+		if err := run.buildLab(no, max(no.LabQueues, len(cpus)), &cfg); err != nil {
+			return err
 		}
-		c := lab.Config{Prefix: no.LabPrefix, Queues: max(no.LabQueues, len(cpus)), ServerRoot: true}
-		if c.Prefix == "" {
-			c.Prefix = "ph"
-		}
-		if no.Impair != nil {
-			if run.imp, err = lab.NewImpaired(c, *no.Impair); err != nil {
-				return fmt.Errorf("impaired lab: %w", err)
-			}
-			run.lab = run.imp.Lab
-		} else if run.lab, err = lab.New(c); err != nil {
-			return fmt.Errorf("lab: %w", err)
-		}
-		cfg.Iface, cfg.Addr, cfg.MTU = run.lab.ServerIf, run.lab.ServerIP, run.lab.MTU
-		cfg.Netmask, cfg.Gateway = netip.AddrFrom4([4]byte{255, 255, 255, 0}), netip.Addr{}
 		s.Lab, s.Impaired = run.lab, run.imp
 	}
 	if run.dev, err = native.Open(cfg); err != nil {
