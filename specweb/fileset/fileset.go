@@ -149,3 +149,21 @@ var adPaths = func() (p [NumAds]string) {
 // AdPath is the file ad n stands for: "/file_set/dir%05d/class%d_%d" with
 // directory n/36, class (n%36)/9 and file n%9.
 func AdPath(n int) string { return adPaths[n] }
+
+// The scripts' paths, as SPECweb99 clients name them.
+const (
+	DynamicPath = "/specweb99-fcgi.pl"
+	CGIPath     = "/specweb99-cgi.pl"
+)
+
+// FirstUser is the id of user 0; a user's id is FirstUser + its index.
+const FirstUser = 10000
+
+// A dynamic page is a server-generated prefix that ends in PageBodyStart,
+// the file (its CAD tags rewritten under ad rotation), then PageSuffix.
+// A POST's page holds PostAnswer and the record's sequence number.
+const (
+	PageBodyStart = "\n<pre>\n"
+	PageSuffix    = "</pre>\n</body>\n</html>\n"
+	PostAnswer    = "POST logged as record "
+)
