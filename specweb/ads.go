@@ -23,7 +23,7 @@ var fieldMasks = [5]uint32{
 const FirstUser = fileset.FirstUser
 
 // MaxUsers keeps user ids to the 5 digits of a User.Personality record.
-const MaxUsers = 90000
+const MaxUsers = fileset.MaxUsers
 
 // Ad is one Custom.Ads record.
 type Ad struct {

@@ -159,6 +159,9 @@ const (
 // FirstUser is the id of user 0; a user's id is FirstUser + its index.
 const FirstUser = 10000
 
+// MaxUsers keeps user ids to the 5 digits of a User.Personality record.
+const MaxUsers = 90000
+
 // A dynamic page is a server-generated prefix that ends in PageBodyStart,
 // the file (its CAD tags rewritten under ad rotation), then PageSuffix.
 // A POST's page holds PostAnswer and the record's sequence number.
