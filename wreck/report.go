@@ -152,7 +152,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	loop := "closed loop"
 	if r.Specweb != nil {
-		mode, loop = "paced users", "SPECweb99 mix (warm-up included below, not in the SPECweb99 lines)"
+		mode, loop = "paced users", fmt.Sprintf("SPECweb99 mix, counted after a %.1fs warm-up", r.Specweb.WarmupSeconds)
 	}
 	if r.Rate > 0 {
 		loop = fmt.Sprintf("open loop at %.0f req/s", r.Rate)

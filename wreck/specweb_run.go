@@ -54,7 +54,6 @@ func runSpecweb(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	measured := cfg.Duration
 	cfg.Duration += cfg.Warmup // the shards' deadline
 	dirs, users := specwebShape(&cfg)
 	r := newRun(&cfg)
@@ -72,7 +71,23 @@ func runSpecweb(cfg Config) (*Result, error) {
 	}
 	r.wait(g)
 	res := r.result()
-	res.Specweb = specwebResult(clients, dirs, cfg.Warmup.Seconds(), measured.Seconds())
+	// The counters restarted when the warm-up ended: rates are over the
+	// measured interval.
+	var span int64
+	for i, c := range clients {
+		if c == nil {
+			continue
+		}
+		span = max(span, c.stopped-c.measureT0)
+		if secs := float64(c.stopped-c.measureT0) / 1e9; secs > 0 {
+			res.Shards[i].ReqPerSec = float64(res.Shards[i].Requests) / secs
+		}
+	}
+	if res.Seconds = float64(span) / 1e9; res.Seconds > 0 {
+		res.ReqPerSec = float64(res.Requests) / res.Seconds
+		res.BytesPerSec = float64(res.BytesRead) / res.Seconds
+	}
+	res.Specweb = specwebResult(clients, dirs, cfg.Warmup.Seconds(), res.Seconds)
 	return res, nil
 }
 

@@ -210,6 +210,39 @@ func TestSpecwebRequests(t *testing.T) {
 	}
 }
 
+func TestSpecwebFlags(t *testing.T) {
+	cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--workload", "specweb99", "--conn", "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Warmup != specwebWarmup || cfg.Duration != specwebDuration || cfg.Seed != 0 {
+		t.Errorf("defaults: warmup %v, duration %v, seed %d", cfg.Warmup, cfg.Duration, cfg.Seed)
+	}
+	if dirs, users := specwebShape(&cfg); dirs != fileset.Dirs(10) || users != 10 {
+		t.Errorf("shape: %d dirs, %d users", dirs, users)
+	}
+	cfg, _, err = ParseFlags([]string{"--server", "127.0.0.1:80", "--workload", "specweb99", "--warmup", "1s", "--duration", "3s", "--file-set", "100"})
+	if err != nil || cfg.Warmup != time.Second || cfg.Duration != 3*time.Second {
+		t.Errorf("given: warmup %v, duration %v, %v", cfg.Warmup, cfg.Duration, err)
+	}
+	if dirs, users := specwebShape(&cfg); dirs != fileset.Dirs(100) || users != 100 {
+		t.Errorf("--file-set 100: %d dirs, %d users", dirs, users)
+	}
+	for _, args := range [][]string{
+		{"--workload", "specweb"},
+		{"--workload", "specweb99", "--pipeline", "2"},
+		{"--workload", "specweb99", "--rate", "10"},
+		{"--warmup", "1s"},
+	} {
+		if _, _, err := ParseFlags(append([]string{"--server", "127.0.0.1:80"}, args...)); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	if cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80"}); err != nil || cfg.Duration != 10*time.Second || cfg.Warmup != 0 {
+		t.Errorf("plain run's defaults changed: %v %v %v", cfg.Duration, cfg.Warmup, err)
+	}
+}
+
 // TestSpecwebAllocs: drawing, building a request and checking an answer
 // allocate nothing once a file's hash is known.
 func TestSpecwebAllocs(t *testing.T) {
