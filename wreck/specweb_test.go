@@ -243,23 +243,46 @@ func TestSpecwebFlags(t *testing.T) {
 	}
 }
 
-// TestSpecwebAllocs: drawing, building a request and checking an answer
-// allocate nothing once a file's hash is known.
+// TestSpecwebAllocs: drawing, building a request, parsing and checking an
+// answer of every kind allocate nothing once a file's hash is known.
 func TestSpecwebAllocs(t *testing.T) {
 	m := newMix(1, 0, 30)
 	f := newSwFiles(30)
 	buf := make([]byte, 0, 512)
-	var chk bodyCheck
 	file := fileset.AppendFile(nil, 1, 1, 2)
-	st := swReq{kind: kStatic, dir: 1, class: 1, num: 2}
-	f.sum(&st)
+	page := dynamicPage(file)
+	frame := func(cookie string, body []byte) []byte {
+		h := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n", len(body))
+		if cookie != "" {
+			h += "Set-Cookie: " + cookie + "\r\n"
+		}
+		return append([]byte(h+"\r\n"), body...)
+	}
+	cases := []struct {
+		r    swReq
+		resp []byte
+	}{
+		{swReq{kind: kStatic, dir: 1, class: 1, num: 2}, frame("", file)},
+		{swReq{kind: kDynamic, dir: 1, class: 1, num: 2}, frame("", page)},
+		{swReq{kind: kAd, dir: 1, class: 1, num: 2}, frame("found_cookie=Ad_id=47&Ad_weight=12&Expired=0", page)},
+		{swReq{kind: kPost, dir: 1, class: 1, num: 2}, frame("", []byte("<pre>\n"+fileset.PostAnswer+"3\n"))},
+	}
+	f.sum(&cases[0].r)
+	var p parser
+	var chk bodyCheck
+	p.maxHead, p.check = defaultMaxHead, &chk
 	allocs := testing.AllocsPerRun(100, func() {
 		r := m.draw()
-		buf = appendSwRequest(buf[:0], &r, "127.0.0.1:8080", 10001, 5, 0, false)
-		chk.reset()
-		chk.write(file)
-		if ok, _ := f.check(&st, 200, &chk); !ok {
-			panic("rejected")
+		buf = appendSwRequest(buf[:0], &r, "127.0.0.1:8080", 10001, 5, 0, r.num == 0)
+		for i := range cases {
+			p.reset()
+			chk.reset()
+			if _, res := p.feed(cases[i].resp); res != pDone {
+				panic("not framed")
+			}
+			if ok, _ := f.check(&cases[i].r, p.status, &chk); !ok {
+				panic("rejected")
+			}
 		}
 	})
 	if allocs != 0 {
@@ -327,5 +350,49 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	// Users are paced: none reads much faster than its 400 kbit/s line.
 	if sw.MeanUserKbps > 2*userRate/1e3 {
 		t.Errorf("users read %.0f kbit/s on average: not paced", sw.MeanUserKbps)
+	}
+}
+
+// TestSpecwebVerdict: the run's validity from hand-set counts.
+func TestSpecwebVerdict(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Conns = 2
+	mk := func(kinds [numKinds]kindCount, lines [2]int64) *swclient {
+		c := newSwClient(nil, newAcct(0, &cfg, 2, -1), nil, 0, 30, 2, 0)
+		c.measureT0, c.stopped = 0, 10e9
+		for i := range c.users {
+			c.users[i].bytes = lines[i] / 20_000 // pacedAt: 20 µs a byte
+		}
+		c.kinds = kinds
+		c.classes = [4]uint64{3500, 5000, 1400, 100}
+		return c
+	}
+	var kinds [numKinds]kindCount
+	for i, s := range kindShare {
+		kinds[i].Responses = uint64(s * 10000)
+	}
+	r := specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if !r.Valid || r.Conforming != 2 || r.MinUserKbps != 400 || r.Ops != 10000 {
+		t.Fatalf("a clean run: %+v", r)
+	}
+	// One user served at 300 kbit/s: 50% conform.
+	r = specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, 0, 10)
+	if r.Valid || r.Conforming != 1 || r.MinUserKbps != 300 {
+		t.Fatalf("a slow user: %+v", r)
+	}
+	// 2% of POSTs fail their check; CGI errors do not count.
+	bad := kinds
+	bad[kPost].Invalid = 10
+	bad[kCGI].Errors = 15
+	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if r.Valid || len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "post errors") {
+		t.Fatalf("invalid POSTs: %+v", r.Invalid)
+	}
+	// The static share 20% off its target.
+	skew := kinds
+	skew[kStatic].Responses = 5600
+	r = specwebResult([]*swclient{mk(skew, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if r.Valid {
+		t.Fatalf("a skewed mix: %+v", r)
 	}
 }
