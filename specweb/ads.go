@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	"percore/specweb/fileset"
 )
 
 // The demographic fields of a 32-bit mask, each weighed on its own.
@@ -18,10 +20,10 @@ var fieldMasks = [5]uint32{
 }
 
 // FirstUser is the id of user 0; a user's id is FirstUser + its index.
-const FirstUser = 10000
+const FirstUser = fileset.FirstUser
 
 // MaxUsers keeps user ids to the 5 digits of a User.Personality record.
-const MaxUsers = 90000
+const MaxUsers = fileset.MaxUsers
 
 // Ad is one Custom.Ads record.
 type Ad struct {

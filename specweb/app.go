@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"percore"
+	"percore/specweb/fileset"
 )
 
 // The scripts' paths, as SPECweb99 clients name them.
 const (
-	DynamicPath = "/specweb99-fcgi.pl"
-	CGIPath     = "/specweb99-cgi.pl"
+	DynamicPath = fileset.DynamicPath
+	CGIPath     = fileset.CGIPath
 )
 
 // MaxPostBody is the largest POST body accepted; larger gets 413.
@@ -224,10 +225,10 @@ func pagePrefix(w *percore.ResponseWriter, r *percore.Request) {
 	w.Write(r.Path)
 	w.WriteString("\n<p>QUERY_STRING = ")
 	w.Write(r.Query)
-	w.WriteString("\n<pre>\n")
+	w.WriteString(fileset.PageBodyStart)
 }
 
-const pageSuffix = "</pre>\n</body>\n</html>\n"
+const pageSuffix = fileset.PageSuffix
 
 // post logs one dynamic POST: body "urlroot=...&dir=NNNNN&class=C&num=Y&client=K"
 // and the user from my_cookie.
@@ -264,7 +265,7 @@ func (a *App) post(w *percore.ResponseWriter, r *percore.Request) {
 	var b [20]byte
 	w.Header("Content-Type", "text/html")
 	pagePrefix(w, r)
-	w.WriteString("POST logged as record ")
+	w.WriteString(fileset.PostAnswer)
 	w.Write(strconv.AppendUint(b[:0], seq, 10))
 	w.WriteString("\n")
 	w.WriteString(pageSuffix)

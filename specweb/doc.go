@@ -12,6 +12,8 @@
 // followed by deterministic filler (AppendFile). Class 1 and 2 files carry
 // CAD tags for the ad rotation: file Y holds Y+1 of them, spread evenly.
 // Generate writes the set (and User.Personality and Custom.Ads) resumably.
+// The set's shape and contents live in package specweb/fileset, which a
+// client imports to check answers without linking the server.
 //
 // # URLs (as SPECweb99 clients send them)
 //

@@ -32,6 +32,13 @@ type Config struct {
 	MaxHead   int           // largest response header section accepted (0: 16 KiB)
 	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
 
+	// The SPECweb99 workload (specweb_run.go): Conns paced users in place
+	// of Path, Pipeline and Rate.
+	Workload string        // "" (one request, Path) or WorkloadSpecweb99
+	Warmup   time.Duration // run this long before measuring
+	Seed     uint64        // the users' draws
+	FileSet  int           // the connections the file set was generated for (0: Conns)
+
 	Progress io.Writer       // a progress line each second (nil: none)
 	Stop     <-chan struct{} // closing it ends the run early (nil: never)
 }
@@ -99,6 +106,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
 			}
 		}
+	}
+	if err := c.validateWorkload(); err != nil {
+		return err
 	}
 	if err := c.Native.validate(c); err != nil {
 		return err

@@ -24,10 +24,19 @@
 // each tick, a stalled, resetting or malformed server is counted, not waited
 // on, and Run stops the shards a few ticks after the deadline whatever they do.
 //
+// The SPECweb99 workload (Config.Workload) replaces the one request with
+// paced users: each is one connection slot that draws its next request from
+// the workload's mixes, checks every answer against the file set (package
+// specweb/fileset, which links no server code), and asks again when its bytes
+// so far allow at 400,000 bit/s; the report adds conforming connections and
+// the run's validity. Kernel sockets only so far.
+//
 // Files: run.go starts the shards and is the control plane; acct.go is a
 // shard's accounting and schedule, shared by both modes; kernel.go is the
 // kernel-socket client (issue.go sends requests, receive.go reads and accounts
 // responses, lifecycle.go opens and closes sockets); native_run.go and
 // native_client.go are the native client; parser.go is the response parser;
-// report.go the text and JSON output.
+// report.go the text and JSON output; specweb_mix.go draws the SPECweb99
+// requests, specweb_check.go builds them and checks their answers,
+// specweb_client.go runs the users and specweb_run.go reports.
 package wreck

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // headerList is the repeatable --header flag.
@@ -25,7 +26,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.IntVar(&cfg.SMP, "smp", cfg.SMP, "client shards (pinned threads, one epoll each)")
 	fs.StringVar(cpuset, "cpuset", "", "CPUs for the shards, e.g. `0-3,6` (default: the process's CPUs)")
 	fs.IntVar(&cfg.Conns, "conn", cfg.Conns, "connections in total, spread over the shards")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run time (an upper bound with --reqs)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run time (an upper bound with --reqs); specweb99: the measured time after --warmup, 30s unless given")
 	fs.Int64Var(&cfg.Reqs, "reqs", 0, "stop after this many requests complete (0: no cap)")
 	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline, "requests in flight per connection, written as one batch when the last batch is answered (topped up one by one under --rate)")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "request path")
@@ -36,6 +37,10 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.BoolVar(&cfg.CheckSeq, "check-seq", false, "send X-Wreck-Seq and require the server to echo it, in order")
 	fs.IntVar(&cfg.MaxHead, "max-head", defaultMaxHead, "largest response header section accepted, bytes")
 	fs.BoolVar(jsonOut, "json", false, "print the result as JSON on stdout")
+	fs.StringVar(&cfg.Workload, "workload", "", "`specweb99`: --conn paced SPECweb99 users over a file set (specweb gen), every answer checked, in place of --path")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "specweb99: run this long before measuring (default 5s with specweb99)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "specweb99: seed of the users' draws")
+	fs.IntVar(&cfg.FileSet, "file-set", 0, "specweb99: the connections the file set was generated for (specweb gen --conns; 0: --conn)")
 	bindNativeFlags(fs, &cfg.Native)
 	return fs
 }
@@ -55,6 +60,9 @@ func ParseFlags(args []string) (cfg Config, jsonOut bool, err error) {
 	if fs.NArg() > 0 {
 		return cfg, false, fmt.Errorf("unexpected argument %q: all options are flags (see wreck -h)", fs.Arg(0))
 	}
+	if cfg.Workload == WorkloadSpecweb99 {
+		specwebDefaults(fs, &cfg)
+	}
 	if err = cfg.Native.checkFlags(fs); err != nil {
 		return cfg, false, err
 	}
@@ -64,6 +72,25 @@ func ParseFlags(args []string) (cfg Config, jsonOut bool, err error) {
 		}
 	}
 	return cfg, jsonOut, cfg.validate()
+}
+
+// The SPECweb99 workload's defaults: far shorter than the official 1200 s
+// warm-up and 3 x 1200 s runs, to fit a development machine.
+const (
+	specwebWarmup   = 5 * time.Second
+	specwebDuration = 30 * time.Second
+)
+
+// specwebDefaults puts the SPECweb99 defaults where the flags were not given.
+func specwebDefaults(fs *flag.FlagSet, cfg *Config) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["warmup"] {
+		cfg.Warmup = specwebWarmup
+	}
+	if !given["duration"] {
+		cfg.Duration = specwebDuration
+	}
 }
 
 func printUsage(w io.Writer) {

@@ -48,6 +48,8 @@ type parser struct {
 	close  bool   // the server closes the connection after this response
 	hasSeq bool   // the response carried X-Wreck-Seq
 	seq    uint64 // its value
+
+	check *bodyCheck // the SPECweb99 workload's: sees Set-Cookie and every body byte (nil: skip them)
 }
 
 // reset prepares p for a new connection.
@@ -98,6 +100,9 @@ func (p *parser) feed(b []byte) (n int, r pres) {
 			}
 			if k > p.rem {
 				k = p.rem
+			}
+			if p.check != nil {
+				p.check.write(b[n : n+int(k)])
 			}
 			n += int(k)
 			p.rem -= k
@@ -191,6 +196,10 @@ func (p *parser) head(b []byte) int {
 		case 'c', 't', 'x':
 			if !h.field(line[:colon], line[colon+1:]) {
 				return -1
+			}
+		case 's':
+			if p.check != nil && eqFold(line[:colon], "set-cookie") {
+				p.check.setCookie(trimOWS(line[colon+1:]))
 			}
 		}
 	}

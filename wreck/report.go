@@ -27,6 +27,8 @@ type Result struct {
 	Latency     Latency       `json:"latency_us"`
 	SendLag     *Latency      `json:"send_lag_us,omitempty"` // --rate: how late requests left against their intended time
 	Shards      []ShardResult `json:"shards"`
+
+	Specweb *SpecwebResult `json:"specweb,omitempty"` // --workload specweb99
 }
 
 // ErrorCounts are errors by class.
@@ -149,6 +151,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		mode = "one connection per request"
 	}
 	loop := "closed loop"
+	if r.Specweb != nil {
+		mode, loop = "paced users", fmt.Sprintf("SPECweb99 mix, counted after a %.1fs warm-up", r.Specweb.WarmupSeconds)
+	}
 	if r.Rate > 0 {
 		loop = fmt.Sprintf("open loop at %.0f req/s", r.Rate)
 	}
@@ -171,6 +176,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	e := r.Errors
 	fmt.Fprintf(w, "  errors: non2xx %d, malformed %d (oversized %d), timeout %d, reset %d, closed %d, connect %d, mismatch %d\n",
 		e.Non2xx, e.Malformed, e.Oversized, e.Timeout, e.Reset, e.Closed, e.Connect, e.Mismatch)
+	if r.Specweb != nil {
+		r.Specweb.writeText(w)
+	}
 	fmt.Fprintf(w, "Requests/sec: %.2f\n", r.ReqPerSec)
 	_, err := fmt.Fprintf(w, "Transfer/sec: %.2f MB\n", r.BytesPerSec/1e6)
 	return err

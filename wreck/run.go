@@ -15,6 +15,9 @@ func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Workload == WorkloadSpecweb99 {
+		return runSpecweb(cfg)
+	}
 	if cfg.Native.Enabled {
 		return runNative(cfg)
 	}

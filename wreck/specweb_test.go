@@ -1,0 +1,398 @@
+package wreck
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"percore"
+	"percore/specweb"
+	"percore/specweb/fileset"
+)
+
+// TestSpecwebMix draws a seeded sample and checks each mix against its
+// target, and that the draws repeat with the seed.
+func TestSpecwebMix(t *testing.T) {
+	const n = 200_000
+	m := newMix(7, 0, fileset.Dirs(20))
+	var kinds [numKinds]int
+	var classes [fileset.Classes]int
+	var files [fileset.FilesPerDir]int
+	dirs := make([]int, len(m.dirCDF))
+	for range n {
+		r := m.draw()
+		kinds[r.kind]++
+		classes[r.class]++
+		files[r.num]++
+		dirs[r.dir]++
+	}
+	for i, c := range kinds {
+		if share := float64(c) / n; !inMix(share, kindShare[i], n) {
+			t.Errorf("%s: %.4f of the requests, want %.4f", kindNames[i], share, kindShare[i])
+		}
+	}
+	for i, c := range classes {
+		if share := float64(c) / n; !inMix(share, classShare[i], n) {
+			t.Errorf("class %d: %.4f of the requests, want %.4f", i, share, classShare[i])
+		}
+	}
+	// Zipf: the most popular directory about twice the second, three times the third.
+	if r := float64(dirs[0]) / float64(dirs[1]); r < 1.8 || r > 2.2 {
+		t.Errorf("dir 0 / dir 1 = %.2f, want about 2", r)
+	}
+	if r := float64(dirs[0]) / float64(dirs[2]); r < 2.7 || r > 3.3 {
+		t.Errorf("dir 0 / dir 2 = %.2f, want about 3", r)
+	}
+	// Files by falling popularity are 4, 3, 5, 2, 6, 1, 7, 8, 0.
+	for k := 1; k < len(fileByRank); k++ {
+		if files[fileByRank[k-1]] <= files[fileByRank[k]] {
+			t.Errorf("file %d drawn %d times, not more than file %d (%d)", fileByRank[k-1], files[fileByRank[k-1]], fileByRank[k], files[fileByRank[k]])
+		}
+	}
+	a, b := newMix(7, 3, 40), newMix(7, 3, 40)
+	for range 1000 {
+		if a.draw() != b.draw() {
+			t.Fatal("the same seed drew different requests")
+		}
+	}
+}
+
+func TestZipfCDF(t *testing.T) {
+	cdf := zipfCDF(make([]float64, 3)) // weights 1, 1/2, 1/3 of 11/6
+	want := []float64{6.0 / 11, 9.0 / 11, 1}
+	for i := range cdf {
+		if d := cdf[i] - want[i]; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("zipfCDF(3) = %v, want %v", cdf, want)
+		}
+	}
+}
+
+// TestKeepAliveShare: 70% of requests travel on keep-alive connections.
+func TestKeepAliveShare(t *testing.T) {
+	m := newMix(1, 0, 25)
+	var ka, all int
+	for range 100_000 {
+		if m.keepAlive() {
+			ka += keepAliveRun
+			all += keepAliveRun
+		} else {
+			all++
+		}
+	}
+	if share := float64(ka) / float64(all); share < 0.69 || share > 0.71 {
+		t.Fatalf("%.3f of requests on keep-alive connections, want 0.70", share)
+	}
+}
+
+// TestPacing: at 400,000 bit/s, 50,000 bytes take one second.
+func TestPacing(t *testing.T) {
+	for _, c := range []struct{ t0, bytes, want int64 }{
+		{0, 0, 0},
+		{0, 50_000, 1e9},
+		{5e9, 14_700, 5e9 + 294e6},
+		{0, 1 << 40, (1 << 40) * 20_000},
+	} {
+		if got := pacedAt(c.t0, c.bytes); got != c.want {
+			t.Errorf("pacedAt(%d, %d) = %d, want %d", c.t0, c.bytes, got, c.want)
+		}
+	}
+}
+
+// response frames body as a 200 response (cookie: a Set-Cookie value) and
+// runs it through a parser with a check, as the client does.
+func checkResponse(t *testing.T, f *swFiles, r swReq, status int, cookie string, body []byte) (bool, int) {
+	t.Helper()
+	var p parser
+	var chk bodyCheck
+	p.maxHead, p.check = defaultMaxHead, &chk
+	chk.reset()
+	head := fmt.Sprintf("HTTP/1.1 %d X\r\nContent-Length: %d\r\n", status, len(body))
+	if cookie != "" {
+		head += "Set-Cookie: " + cookie + "\r\n"
+	}
+	msg := append([]byte(head+"\r\n"), body...)
+	// Fed in two pieces, as reads would cut it.
+	cut := len(msg) / 2
+	n, res := p.feed(msg[:cut])
+	if res == pMore {
+		rest := append(append([]byte(nil), msg[n:cut]...), msg[cut:]...)
+		_, res = p.feed(rest)
+	}
+	if res != pDone {
+		t.Fatalf("parser: %v", res)
+	}
+	return f.check(&r, p.status, &chk)
+}
+
+func dynamicPage(file []byte) []byte {
+	b := []byte("<html>\n<p>QUERY_STRING = /file_set/dir00001/class1_2" + fileset.PageBodyStart)
+	return append(append(b, file...), fileset.PageSuffix...)
+}
+
+// TestSpecwebCheck: the checks pass the right answers and catch a wrong
+// byte, a wrong length and a malformed cookie.
+func TestSpecwebCheck(t *testing.T) {
+	f := newSwFiles(30)
+	st := swReq{kind: kStatic, dir: 1, class: 1, num: 2}
+	file := fileset.AppendFile(nil, 1, 1, 2)
+	if ok, _ := checkResponse(t, f, st, 200, "", file); !ok {
+		t.Fatal("static: the right file rejected")
+	}
+	bad := bytes.Clone(file)
+	bad[len(bad)/2] ^= 1
+	if ok, _ := checkResponse(t, f, st, 200, "", bad); ok {
+		t.Fatal("static: a wrong byte passed")
+	}
+	if ok, _ := checkResponse(t, f, st, 200, "", file[:len(file)-1]); ok {
+		t.Fatal("static: a short file passed")
+	}
+	if ok, _ := checkResponse(t, f, swReq{kind: kStatic, dir: 1, class: 1, num: 3}, 200, "", file); ok {
+		t.Fatal("static: another file passed")
+	}
+	if ok, _ := checkResponse(t, f, st, 404, "", file); ok {
+		t.Fatal("static: a 404 passed")
+	}
+
+	dy := swReq{kind: kDynamic, dir: 1, class: 1, num: 2}
+	if ok, _ := checkResponse(t, f, dy, 200, "", dynamicPage(file)); !ok {
+		t.Fatal("dynamic: the right page rejected")
+	}
+	if ok, _ := checkResponse(t, f, dy, 200, "", dynamicPage(file[:len(file)-2])); ok {
+		t.Fatal("dynamic: a short page passed")
+	}
+
+	ad := swReq{kind: kAd, dir: 1, class: 1, num: 2}
+	good := "found_cookie=Ad_id=47&Ad_weight=12&Expired=0"
+	if ok, n := checkResponse(t, f, ad, 200, good, dynamicPage(file)); !ok || n != 47 {
+		t.Fatalf("ad: the right answer gave %v, ad %d", ok, n)
+	}
+	for _, c := range []string{"", "found_cookie=Ad_id=360&Ad_weight=1&Expired=0", "found_cookie=Ad_id=4&Ad_weight=&Expired=0",
+		"found_cookie=Ad_id=4&Ad_weight=1&Expired=2", "my_cookie=Ad_id=4&Ad_weight=1&Expired=0", good + "x"} {
+		if ok, _ := checkResponse(t, f, ad, 200, c, dynamicPage(file)); ok {
+			t.Errorf("ad: cookie %q passed", c)
+		}
+	}
+
+	post := swReq{kind: kPost, dir: 1, class: 1, num: 2}
+	if ok, _ := checkResponse(t, f, post, 200, "", []byte("<html>\n<pre>\n"+fileset.PostAnswer+"12\n</pre>")); !ok {
+		t.Fatal("post: the right answer rejected")
+	}
+	if ok, _ := checkResponse(t, f, post, 200, "", []byte("<html>\nnothing\n")); ok {
+		t.Fatal("post: a page without the answer passed")
+	}
+	if ok, _ := checkResponse(t, f, swReq{kind: kCGI}, 501, "", []byte("not yet\n")); !ok {
+		t.Fatal("cgi: 501 is this phase's answer")
+	}
+}
+
+// TestSpecwebRequests: each kind's request is what the server's routes take.
+func TestSpecwebRequests(t *testing.T) {
+	r := swReq{dir: 12, class: 1, num: 3}
+	for k, want := range map[swKind]string{
+		kStatic:  "GET /file_set/dir00012/class1_3 HTTP/1.1\r\nHost: h:1\r\n\r\n",
+		kDynamic: "GET /specweb99-fcgi.pl?/file_set/dir00012/class1_3 HTTP/1.1\r\nHost: h:1\r\n\r\n",
+		kAd:      "GET /specweb99-fcgi.pl?/file_set/dir00012/class1_3 HTTP/1.1\r\nHost: h:1\r\nCookie: my_cookie=user_id=10005&last_ad=7\r\n\r\n",
+		kCGI:     "GET /specweb99-cgi.pl?/file_set/dir00012/class1_3 HTTP/1.1\r\nHost: h:1\r\n\r\n",
+		kPost: "POST /specweb99-fcgi.pl HTTP/1.1\r\nHost: h:1\r\nCookie: my_cookie=user_id=10005&last_ad=7\r\n" +
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 51\r\n\r\n" +
+			"urlroot=/file_set/&dir=00012&class=1&num=3&client=2",
+	} {
+		r.kind = k
+		if got := string(appendSwRequest(nil, &r, "h:1", 10005, 7, 2, false)); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", kindNames[k], got, want)
+		}
+	}
+	r.kind = kStatic
+	if got := string(appendSwRequest(nil, &r, "h:1", 10005, 7, 2, true)); !strings.Contains(got, "\r\nConnection: close\r\n") {
+		t.Errorf("a connection's last request lacks Connection: close: %q", got)
+	}
+}
+
+func TestSpecwebFlags(t *testing.T) {
+	cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--workload", "specweb99", "--conn", "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Warmup != specwebWarmup || cfg.Duration != specwebDuration || cfg.Seed != 0 {
+		t.Errorf("defaults: warmup %v, duration %v, seed %d", cfg.Warmup, cfg.Duration, cfg.Seed)
+	}
+	if dirs, users := specwebShape(&cfg); dirs != fileset.Dirs(10) || users != 10 {
+		t.Errorf("shape: %d dirs, %d users", dirs, users)
+	}
+	cfg, _, err = ParseFlags([]string{"--server", "127.0.0.1:80", "--workload", "specweb99", "--warmup", "1s", "--duration", "3s", "--file-set", "100"})
+	if err != nil || cfg.Warmup != time.Second || cfg.Duration != 3*time.Second {
+		t.Errorf("given: warmup %v, duration %v, %v", cfg.Warmup, cfg.Duration, err)
+	}
+	if dirs, users := specwebShape(&cfg); dirs != fileset.Dirs(100) || users != 100 {
+		t.Errorf("--file-set 100: %d dirs, %d users", dirs, users)
+	}
+	for _, args := range [][]string{
+		{"--workload", "specweb"},
+		{"--workload", "specweb99", "--pipeline", "2"},
+		{"--workload", "specweb99", "--rate", "10"},
+		{"--warmup", "1s"},
+	} {
+		if _, _, err := ParseFlags(append([]string{"--server", "127.0.0.1:80"}, args...)); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	if cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80"}); err != nil || cfg.Duration != 10*time.Second || cfg.Warmup != 0 {
+		t.Errorf("plain run's defaults changed: %v %v %v", cfg.Duration, cfg.Warmup, err)
+	}
+}
+
+// TestSpecwebAllocs: drawing, building a request, parsing and checking an
+// answer of every kind allocate nothing once a file's hash is known.
+func TestSpecwebAllocs(t *testing.T) {
+	m := newMix(1, 0, 30)
+	f := newSwFiles(30)
+	buf := make([]byte, 0, 512)
+	file := fileset.AppendFile(nil, 1, 1, 2)
+	page := dynamicPage(file)
+	frame := func(cookie string, body []byte) []byte {
+		h := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n", len(body))
+		if cookie != "" {
+			h += "Set-Cookie: " + cookie + "\r\n"
+		}
+		return append([]byte(h+"\r\n"), body...)
+	}
+	cases := []struct {
+		r    swReq
+		resp []byte
+	}{
+		{swReq{kind: kStatic, dir: 1, class: 1, num: 2}, frame("", file)},
+		{swReq{kind: kDynamic, dir: 1, class: 1, num: 2}, frame("", page)},
+		{swReq{kind: kAd, dir: 1, class: 1, num: 2}, frame("found_cookie=Ad_id=47&Ad_weight=12&Expired=0", page)},
+		{swReq{kind: kPost, dir: 1, class: 1, num: 2}, frame("", []byte("<pre>\n"+fileset.PostAnswer+"3\n"))},
+	}
+	f.sum(&cases[0].r)
+	var p parser
+	var chk bodyCheck
+	p.maxHead, p.check = defaultMaxHead, &chk
+	allocs := testing.AllocsPerRun(100, func() {
+		r := m.draw()
+		buf = appendSwRequest(buf[:0], &r, "127.0.0.1:8080", 10001, 5, 0, r.num == 0)
+		for i := range cases {
+			p.reset()
+			chk.reset()
+			if _, res := p.feed(cases[i].resp); res != pDone {
+				panic("not framed")
+			}
+			if ok, _ := f.check(&cases[i].r, p.status, &chk); !ok {
+				panic("rejected")
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per request, want 0", allocs)
+	}
+}
+
+// TestSpecwebEndToEnd generates the file set for 20 connections, serves it
+// on one shard of percore on 127.0.0.1 and runs the workload with 20 users
+// for 2 s: no errors, every answer valid, users conforming.
+func TestSpecwebEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generates 190 MB and runs for seconds")
+	}
+	root := t.TempDir()
+	const conns = 20
+	if err := specweb.Generate(root, specweb.Dirs(conns), 1, conns, nil); err != nil {
+		t.Fatal(err)
+	}
+	app, err := specweb.Load(root, specweb.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := percore.ParseFlags([]string{"--address", "127.0.0.1", "--port", "0", "--smp", "1", "--stats-interval", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Docroot = root
+	srv := percore.New()
+	app.Register(srv)
+	if err := srv.Start(o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(); <-srv.Done() })
+
+	cfg := DefaultConfig()
+	cfg.Server = srv.Addr().String()
+	cfg.Conns, cfg.Workload, cfg.Seed = conns, WorkloadSpecweb99, 3
+	cfg.Warmup, cfg.Duration = 500*time.Millisecond, 2*time.Second
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res.WriteText(&out)
+	t.Log(out.String())
+	sw := res.Specweb
+	if sw == nil {
+		t.Fatal("no SPECweb99 result")
+	}
+	if res.Errors.Total() != 0 {
+		t.Errorf("errors: %+v", res.Errors)
+	}
+	for _, k := range sw.Kinds {
+		if k.Invalid != 0 || k.Errors != 0 {
+			t.Errorf("%s: %d invalid answers, %d errors", k.Name, k.Invalid, k.Errors)
+		}
+	}
+	if sw.Users != conns || sw.Conforming == 0 || sw.Ops == 0 || sw.MeanResponseMs <= 0 {
+		t.Errorf("report: %+v", sw)
+	}
+	if sw.Kinds[kStatic].Requests == 0 {
+		t.Error("no static requests")
+	}
+	// Users are paced: none reads much faster than its 400 kbit/s line.
+	if sw.MeanUserKbps > 2*userRate/1e3 {
+		t.Errorf("users read %.0f kbit/s on average: not paced", sw.MeanUserKbps)
+	}
+}
+
+// TestSpecwebVerdict: the run's validity from hand-set counts.
+func TestSpecwebVerdict(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Conns = 2
+	mk := func(kinds [numKinds]kindCount, lines [2]int64) *swclient {
+		c := newSwClient(nil, newAcct(0, &cfg, 2, -1), nil, 0, 30, 2, 0)
+		c.measureT0, c.stopped = 0, 10e9
+		for i := range c.users {
+			c.users[i].bytes = lines[i] / 20_000 // pacedAt: 20 µs a byte
+		}
+		c.kinds = kinds
+		c.classes = [4]uint64{3500, 5000, 1400, 100}
+		return c
+	}
+	var kinds [numKinds]kindCount
+	for i, s := range kindShare {
+		kinds[i].Responses = uint64(s * 10000)
+	}
+	r := specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if !r.Valid || r.Conforming != 2 || r.MinUserKbps != 400 || r.Ops != 10000 {
+		t.Fatalf("a clean run: %+v", r)
+	}
+	// One user served at 300 kbit/s: 50% conform.
+	r = specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, 0, 10)
+	if r.Valid || r.Conforming != 1 || r.MinUserKbps != 300 {
+		t.Fatalf("a slow user: %+v", r)
+	}
+	// 2% of POSTs fail their check; CGI errors do not count.
+	bad := kinds
+	bad[kPost].Invalid = 10
+	bad[kCGI].Errors = 15
+	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if r.Valid || len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "post errors") {
+		t.Fatalf("invalid POSTs: %+v", r.Invalid)
+	}
+	// The static share 20% off its target.
+	skew := kinds
+	skew[kStatic].Responses = 5600
+	r = specwebResult([]*swclient{mk(skew, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	if r.Valid {
+		t.Fatalf("a skewed mix: %+v", r)
+	}
+}
