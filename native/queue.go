@@ -58,6 +58,16 @@ type Queue struct {
 	xsk    afxdp.Stats // the socket's numbers as it closed
 }
 
+// frameSize is the UMEM chunk for an IP MTU: 2 KiB where the Ethernet
+// frame and the kernel's 256 bytes of XDP headroom fit (MTU 1500 does),
+// halving the UMEM; else 4 KiB.
+func frameSize(mtu int) int {
+	if mtu+14+256 <= 2048 {
+		return 2048
+	}
+	return 4096
+}
+
 // defaultMaxConns is TCP's table size when QueueConfig.TCP leaves it 0.
 const defaultMaxConns = 4096
 
@@ -108,7 +118,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if tc.SynBacklog == 0 {
 		tc.SynBacklog = q.size.SynBacklog
 	}
-	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameCount: q.size.Frames, RingSize: q.size.Ring, Logf: logf}
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, Logf: logf}
 	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}

@@ -14,8 +14,11 @@ type Sizing struct {
 // The bounds of SizeFor. Receive frames absorb what arrives between two
 // polls, and a burst from many connections at once is about one segment
 // each (a request, an ACK, a SYN), so two frames a connection up to the
-// cap: beyond it, connections are mostly idle and 64Ki frames (256 MiB of
-// 4 KiB frames) carry the bursts that can arrive between polls.
+// cap: beyond it, connections are mostly idle and 64Ki frames (128 MiB of
+// 2 KiB frames at MTU 1500) carry the bursts that can arrive between polls.
+// The UMEM is committed whole when the socket registers it (the kernel pins
+// every page at XDP_UMEM_REG, even of a mapping never touched), so it is
+// sized here, up front, rather than grown.
 const (
 	minFrames  = 4096
 	maxFrames  = 1 << 16

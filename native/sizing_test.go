@@ -25,3 +25,11 @@ func TestSizeFor(t *testing.T) {
 		t.Errorf("UMEM of 32768 4 KiB frames = %d bytes, want 128 MiB", got)
 	}
 }
+
+func TestFrameSize(t *testing.T) {
+	for _, tc := range []struct{ mtu, want int }{{576, 2048}, {1500, 2048}, {1778, 2048}, {1779, 4096}, {3000, 4096}} {
+		if got := frameSize(tc.mtu); got != tc.want {
+			t.Errorf("frameSize(%d) = %d, want %d", tc.mtu, got, tc.want)
+		}
+	}
+}
