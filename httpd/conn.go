@@ -79,29 +79,23 @@ func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 	c.rw.c = c
 }
 
-// reset clears c for the pool, dropping buffers that grew unusually large.
+// reset clears c for the pool: its buffers go back to the server (the
+// stack holds no slice of its output any more), those that grew unusually
+// large are dropped.
 func (c *Conn) reset() {
-	if cap(c.in) > inRetain {
-		c.in = make([]byte, inInitial)
-	}
+	c.r, c.w, c.outBytes = 0, 0, 0
+	c.arRefs = [2]int{}
+	c.shed()
 	for i := range c.out {
 		c.out[i] = nil
 	}
 	out, outAr := c.out[:0], c.outAr[:0]
-	in, path, logHost := c.in, c.path[:0], c.logHost[:0]
-	a0, a1 := c.arenas[0][:0], c.arenas[1][:0]
-	if cap(a0) > 4*arenaLimit {
-		a0 = make([]byte, 0, arenaInitial)
-	}
-	if cap(a1) > 4*arenaLimit {
-		a1 = nil
-	}
+	path, logHost := c.path[:0], c.logHost[:0]
 	rw := ResponseWriter{hdr: c.rw.hdr[:0], body: c.rw.body[:0]}
 	if cap(rw.body) > 4*arenaLimit {
 		rw.body = nil
 	}
-	*c = Conn{in: in, path: path, logHost: logHost, out: out, outAr: outAr, rw: rw}
-	c.arenas[0], c.arenas[1] = a0, a1
+	*c = Conn{path: path, logHost: logHost, out: out, outAr: outAr, rw: rw}
 }
 
 // ReadBuf returns free space to receive into. An empty slice means back-pressure:
@@ -109,6 +103,9 @@ func (c *Conn) reset() {
 // connection is closing, further input is accepted and discarded, so a stack can
 // drain the socket before closing it.
 func (c *Conn) ReadBuf() []byte {
+	if c.in == nil {
+		c.in = c.srv.takeIn()
+	}
 	if c.closing {
 		c.r, c.w = 0, 0
 		return c.in
@@ -217,6 +214,8 @@ func (c *Conn) Advance(n int) {
 	}
 	if !c.closing && c.r < c.w && !c.blocked() {
 		c.process()
+	} else if c.outBytes == 0 {
+		c.shed()
 	}
 	c.checkPeerClosed()
 }
@@ -315,6 +314,31 @@ func (c *Conn) process() {
 	}
 	if c.r == c.w && c.state == stHead && c.h.lineEnd == 0 {
 		c.r, c.w = 0, 0 // nothing of a request is buffered: rewind
+		c.shed()
+	}
+}
+
+// shed gives the input buffer and the output arenas back to the shard's
+// server while nothing is buffered in them and no pending slice points
+// into them: an idle keep-alive connection holds no buffer, and the next
+// request takes one from the server (no allocation once warm).
+func (c *Conn) shed() {
+	if c.r == c.w && c.in != nil {
+		if cap(c.in) <= inRetain {
+			c.srv.ins = append(c.srv.ins, c.in[:cap(c.in)])
+		}
+		c.in, c.r, c.w = nil, 0, 0
+	}
+	if c.outBytes != 0 {
+		return
+	}
+	for i, a := range c.arenas {
+		if a != nil && c.arRefs[i] == 0 {
+			if cap(a) <= 4*arenaLimit {
+				c.srv.arenas = append(c.srv.arenas, a[:0])
+			}
+			c.arenas[i] = nil
+		}
 	}
 }
 

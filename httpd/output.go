@@ -44,6 +44,9 @@ func (c *Conn) beginArena() ([]byte, int) {
 			c.arenas[a] = make([]byte, 0, cap(c.arenas[a]))
 		}
 	}
+	if c.arenas[c.cur] == nil {
+		c.arenas[c.cur] = c.srv.takeArena()
+	}
 	b := c.arenas[c.cur]
 	return b, len(b)
 }

@@ -14,6 +14,8 @@ type Server struct {
 	date   *dateBlock // current second's prefixes; replaced, never modified
 	stats  Stats
 	pool   []*Conn
+	ins    [][]byte // input buffers idle connections gave back (Conn.shed)
+	arenas [][]byte // output arenas idle connections gave back
 	log    io.Writer
 	logBuf []byte
 }
@@ -93,15 +95,32 @@ func (s *Server) NewConn(remote netip.AddrPort, now time.Time) *Conn {
 		s.pool[n-1] = nil
 		s.pool = s.pool[:n-1]
 	} else {
-		c = &Conn{
-			in:    make([]byte, inInitial),
-			out:   make([][]byte, 0, 16),
-			outAr: make([]int8, 0, 16),
-		}
-		c.arenas[0] = make([]byte, 0, arenaInitial)
+		c = &Conn{out: make([][]byte, 0, 16), outAr: make([]int8, 0, 16)}
 	}
 	c.init(s, netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()), now)
 	return c
+}
+
+// takeIn lends an input buffer to a connection that has bytes coming.
+func (s *Server) takeIn() []byte {
+	if n := len(s.ins); n > 0 {
+		b := s.ins[n-1]
+		s.ins[n-1] = nil
+		s.ins = s.ins[:n-1]
+		return b
+	}
+	return make([]byte, inInitial)
+}
+
+// takeArena lends an output arena to a connection with a response to write.
+func (s *Server) takeArena() []byte {
+	if n := len(s.arenas); n > 0 {
+		b := s.arenas[n-1]
+		s.arenas[n-1] = nil
+		s.arenas = s.arenas[:n-1]
+		return b
+	}
+	return make([]byte, 0, arenaInitial)
 }
 
 // Release returns c to the pool; c must not be used afterwards, and no slice

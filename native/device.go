@@ -31,7 +31,7 @@ type Config struct {
 	RSS     RSS        // how the shards take more rx queues than there are shards [RSSOff]
 
 	XDPMode afxdp.AttachMode // [afxdp.Native]
-	Frames  int              // UMEM frames per queue, a power of two [4096]
+	Frames  int              // UMEM frames per queue, a power of two [SizeFor each queue's MaxConns]
 
 	// The local TCP ports whose segments the XDP program steers to us: a
 	// server's listen ports, a client's source ports PortLo..PortHi, or
@@ -87,9 +87,6 @@ func Open(cfg Config) (_ *Device, err error) {
 	}
 	if cfg.Queues == 0 {
 		cfg.Queues = 1
-	}
-	if cfg.Frames == 0 {
-		cfg.Frames = 4096
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}

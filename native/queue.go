@@ -36,7 +36,8 @@ type App interface {
 // QueueStats are a queue's own counters; its stack's and socket's are read
 // from them.
 type QueueStats struct {
-	Wakeups uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
+	Wakeups     uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
+	FramesShort uint64 `stat:"count"` // polls begun with few transmit frames free: new SYNs shed (tcp.syn_shed)
 }
 
 // Queue is one shard's native stack on its rx queue: the AF_XDP socket, the
@@ -51,9 +52,30 @@ type Queue struct {
 	wheel  *shard.Wheel
 	next   shard.Timer // the stack's next deadline: only wakes the loop
 	stats  QueueStats
+	size   Sizing
+	low    int // free transmit frames under which new connections are shed
 	closed bool
 	xsk    afxdp.Stats // the socket's numbers as it closed
 }
+
+// frameSize is the UMEM chunk for an IP MTU: 2 KiB where the Ethernet
+// frame and the kernel's 256 bytes of XDP headroom fit (MTU 1500 does),
+// halving the UMEM; else 4 KiB.
+func frameSize(mtu int) int {
+	if mtu+14+256 <= 2048 {
+		return 2048
+	}
+	return 4096
+}
+
+// defaultMaxConns is TCP's table size when QueueConfig.TCP leaves it 0.
+const defaultMaxConns = 4096
+
+// lowFraction: a queue sheds new connections (its TCP drops SYNs, counted)
+// while fewer than 1/lowFraction of its transmit frames are free, so that
+// the frames left carry the established connections' data and ACKs; a
+// dropped SYN is sent again by the client.
+const lowFraction = 8
 
 // countingLink is the AFXDPLink the stack runs over, counting the frames
 // each Poll moves (the shard stays busy while they move).
@@ -88,8 +110,16 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)
 	}
 	logf := d.cfg.Logf
-	q := &Queue{app: cfg.App}
-	if q.sock, err = afxdp.Open(afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameCount: d.cfg.Frames, Logf: logf}); err != nil {
+	tc := cfg.TCP
+	if tc.MaxConns == 0 {
+		tc.MaxConns = defaultMaxConns
+	}
+	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames)}
+	if tc.SynBacklog == 0 {
+		tc.SynBacklog = q.size.SynBacklog
+	}
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, Logf: logf}
+	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
 	defer func() {
@@ -105,6 +135,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
 	q.link.AFXDPLink = link
+	q.low = q.size.Frames / 2 / lowFraction
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
 	sc.Netmask, _ = netstack.IPv4AddrFrom(d.cfg.Netmask)
@@ -114,7 +145,6 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if q.stack, err = netstack.NewStack(sc); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
-	tc := cfg.TCP
 	tc.MSS = uint16(d.mtu - 40)
 	q.stack.EnableTCP(tc)
 	return q, nil
@@ -146,6 +176,11 @@ func (q *Queue) Poll(now time.Time) bool {
 	if q.app != nil {
 		q.app.Before(now)
 	}
+	short := q.sock.FreeFrames() < q.low
+	if short {
+		q.stats.FramesShort++
+	}
+	q.stack.ShedSYNs(short)
 	moved := q.link.moved
 	next := q.stack.Poll(now, &q.link)
 	busy := q.link.moved != moved || q.sock.TxOutstanding() > 0
@@ -166,6 +201,17 @@ func (q *Queue) Poll(now time.Time) bool {
 // Events implements shard.Source: the socket fd became readable. Nothing to
 // do here: the loop polls the rings next.
 func (q *Queue) Events(evs []shard.Event, now time.Time) { q.stats.Wakeups++ }
+
+// Sizing is what the queue holds: its connections, UMEM frames, rings and
+// SYN backlog.
+func (q *Queue) Sizing() Sizing { return q.size }
+
+// Describe is the queue's start-up line: what it holds and the UMEM that
+// takes.
+func (q *Queue) Describe() string {
+	return fmt.Sprintf("queue %d: %d connections, %d frames (%d MiB UMEM), rings of %d, SYN backlog %d",
+		q.sock.Queue(), q.size.Conns, q.size.Frames, q.size.UMEMBytes(q.sock.FrameSize())>>20, q.size.Ring, q.size.SynBacklog)
+}
 
 // Stack is the queue's userspace stack.
 func (q *Queue) Stack() *netstack.Stack { return q.stack }

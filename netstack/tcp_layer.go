@@ -156,6 +156,7 @@ type TCPStats struct {
 	NoPortRST    uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
 	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
 	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
+	SynShed      uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
 	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
 	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
 
@@ -244,6 +245,7 @@ type tcpLayer struct {
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
 	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
+	shedSYNs      bool  // drop new SYNs: the link is short of frames (Stack.ShedSYNs)
 
 	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 

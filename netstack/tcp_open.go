@@ -50,6 +50,10 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 // synListen answers a SYN to a listener: a SYN-RECEIVED TCB, or a SYN cookie
 // when the backlog is full.
 func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
+	if l.shedSYNs {
+		l.stats.SynShed++
+		return
+	}
 	if !l.roomForConn() {
 		l.stats.TableFull++
 		return

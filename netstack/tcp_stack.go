@@ -68,6 +68,16 @@ func (s *Stack) WakeTCP(h TCPHandle) {
 	}
 }
 
+// ShedSYNs turns on or off dropping SYNs to listeners (counted in
+// TCPStats.SynShed): the owner turns it on while its link runs short of
+// transmit frames, so that the frames left go to established connections
+// rather than to SYN-ACKs. Clients send a dropped SYN again.
+func (s *Stack) ShedSYNs(on bool) {
+	if s.tcp != nil {
+		s.tcp.shedSYNs = on
+	}
+}
+
 // TCPStats returns the TCP layer's counters (zero when TCP is off).
 func (s *Stack) TCPStats() TCPStats {
 	if s.tcp == nil {

@@ -62,7 +62,7 @@ func testSMP(t *testing.T) int {
 	return min(2, len(cpus))
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func (ts *testServer) dial(t *testing.T) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-func readResponse(t *testing.T, br *bufio.Reader, method string) (*http.Response, []byte) {
+func readResponse(t testing.TB, br *bufio.Reader, method string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.ReadResponse(br, &http.Request{Method: method})
 	if err != nil {

@@ -41,7 +41,7 @@ func hint(err error, o Options) string {
 	case errors.Is(err, afxdp.ErrMTU), errors.Is(err, afxdp.ErrNoDriverXDP):
 		return "try --xdp-mode generic"
 	case errors.Is(err, afxdp.ErrMemlock):
-		return "or lower --xdp-frames"
+		return "or lower --xdp-frames or --max-connections"
 	case errors.Is(err, afxdp.ErrNoQueue):
 		return "lower --smp"
 	case errors.Is(err, shard.ErrCPUNotAllowed):

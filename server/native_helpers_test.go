@@ -23,7 +23,7 @@ import (
 )
 
 // requireNative skips unless the test can build labs and open AF_XDP sockets.
-func requireNative(t *testing.T) {
+func requireNative(t testing.TB) {
 	t.Helper()
 	testutil.SkipUnless(t, afxdp.Supported())
 }
@@ -31,7 +31,7 @@ func requireNative(t *testing.T) {
 // nativeTest is an in-process httpd on the native stack over its own lab.
 type nativeTest struct {
 	*Server
-	t      *testing.T
+	t      testing.TB
 	dial   *nsDialer
 	url    string            // http://server:port
 	sums   map[string]string // docroot file -> sha256
@@ -49,7 +49,7 @@ var smallFiles = []docrootFile{{"b1.bin", 1}, {"k1.bin", 1 << 10}, {"m1.bin", 1 
 
 // makeDocroot writes files (plus f0..f9.txt) into a fresh directory and
 // returns it with each file's sha256.
-func makeDocroot(t *testing.T, files []docrootFile) (string, map[string]string) {
+func makeDocroot(t testing.TB, files []docrootFile) (string, map[string]string) {
 	t.Helper()
 	tree := map[string][]byte{}
 	sums := map[string]string{}
@@ -70,7 +70,7 @@ func makeDocroot(t *testing.T, files []docrootFile) (string, map[string]string) 
 // startNativeTest starts httpd --network-stack native --lab --smp smp (with the
 // impairment when spec is set) serving files, with the Prometheus endpoint
 // on a free loopback port, and stops it and checks the lab is gone at cleanup.
-func startNativeTest(t *testing.T, smp int, files []docrootFile, impair string, tweak func(*Options)) *nativeTest {
+func startNativeTest(t testing.TB, smp int, files []docrootFile, impair string, tweak func(*Options)) *nativeTest {
 	t.Helper()
 	requireNative(t)
 	cpus, err := shard.AllowedCPUs()
@@ -146,7 +146,7 @@ type dialRes struct {
 	err error
 }
 
-func newNSDialer(t *testing.T, ns *lab.NS) *nsDialer {
+func newNSDialer(t testing.TB, ns *lab.NS) *nsDialer {
 	d := &nsDialer{reqs: make(chan dialReq)}
 	ready := make(chan error, 1)
 	go func() {
@@ -199,7 +199,7 @@ func (nt *nativeTest) httpClient(keepAlive bool) *http.Client {
 }
 
 // get fetches path and returns status, body sha256 and length.
-func get(t *testing.T, c *http.Client, url string) (int, string, int) {
+func get(t testing.TB, c *http.Client, url string) (int, string, int) {
 	t.Helper()
 	resp, err := c.Get(url)
 	if err != nil {

@@ -22,7 +22,7 @@ type NativeOptions struct {
 	XDPMode   afxdp.AttachMode
 	Lab       bool                       // build a veth lab with one queue per shard and serve on it
 	Impair    *lab.ImpairSpec            // put the impairment bridge in the lab (--lab-impair)
-	Frames    int                        // UMEM frames per shard (a power of two)
+	Frames    int                        // UMEM frames per queue (a power of two); 0: native.SizeFor MaxConns
 	MaxConns  int                        // TCP connections per shard
 	RSS       native.RSS                 // how shards take more rx queues than shards (--rss)
 	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
@@ -50,8 +50,8 @@ func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	fs.BoolVar(&n.Lab, "lab", false, "native: build a veth lab (one queue per shard), serve on it, print how to reach it, remove it on exit")
 	fs.StringVar(&f.impair, "lab-impair", "", "native: with --lab, put the impairment bridge in between, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1")
 	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
-	fs.IntVar(&n.Frames, "xdp-frames", 4096, "native: UMEM frames per shard (power of two; half receive, half transmit)")
-	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per shard")
+	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per queue (power of two; half receive, half transmit) (default: 2 per --max-connections, 4096 to 65536)")
+	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per queue; the UMEM frames, rings and SYN backlog follow it")
 	fs.StringVar(&f.cc, "tcp-cc", "cubic", "native: TCP congestion control, cubic (as Linux) or newreno")
 	return f
 }
@@ -96,7 +96,7 @@ func (f *nativeFlags) check(o *Options) error {
 		}
 		n.Impair = &sp
 	}
-	if n.Frames < 64 || n.Frames&(n.Frames-1) != 0 || n.Frames > 1<<20 {
+	if n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0 || n.Frames > 1<<20) {
 		return fmt.Errorf("--xdp-frames %d: give a power of two from 64 to 1048576", n.Frames)
 	}
 	if n.MaxConns < 1 || n.MaxConns > 1<<22 {

@@ -118,6 +118,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			if err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
+			cfg.Logf("native: shard %d: %s", sh.ID, q.Describe())
 			if err := q.Register(sh); err != nil {
 				q.Close()
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
