@@ -272,9 +272,14 @@ func isDSACK(f *TCPFields, r tcpRange) bool {
 // dsackArrived takes a D-SACK for r: data the peer got twice.
 func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	l.stats.DSACKsIn++
-	c.reordSeen = true
+	if !c.undoOn || c.undoRtx == 0 || r.l.lt(c.undoMarker) {
+		// Not a retransmission of this episode: the network
+		// duplicated the segment, which says nothing of reordering.
+		return
+	}
 	// RFC 8985 §6.2 step 3: reordering made a retransmission needless;
 	// widen the window by min_RTT/4, at most once per round trip.
+	c.reordSeen = true
 	if c.reoMult == 0 || c.sndUna.geq(c.dsackRound) {
 		c.reoMult = min(max(c.reoMult, 1)+1, 255)
 		c.dsackRound = c.sndMax
@@ -282,9 +287,6 @@ func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	}
 	// RFC 3708 §3: when every retransmission of the episode is reported
 	// duplicate, the reduction was needless.
-	if !c.undoOn || c.undoRtx == 0 || r.l.lt(c.undoMarker) {
-		return
-	}
 	mss := uint32(c.mss)
 	c.undoRtx -= min((r.r.diff(r.l)+mss-1)/mss, c.undoRtx)
 	if c.undoRtx == 0 {

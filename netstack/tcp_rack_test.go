@@ -67,12 +67,21 @@ func TestTCPRACKReorderWithinWindow(t *testing.T) {
 	}
 }
 
-// A D-SACK (a block below the cumulative ACK, RFC 2883 §4) widens the
-// reordering window by min_RTT/4, once per round trip (RFC 8985 §6.2).
+// A D-SACK (a block below the cumulative ACK, RFC 2883 §4) of a
+// retransmission widens the reordering window by min_RTT/4, once per
+// round trip (RFC 8985 §6.2).
 func TestTCPDSACKWidensReoWnd(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, _ := rackFlight(x, 4)
 	before := x.l.reoWnd(c)
+	// Segment 0 late: three SACKs make it lost (no reordering seen yet)
+	// and it goes again; then it arrives, and its retransmission too.
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(2)}))
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(3)}))
+	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(4)}))
+	if got := len(x.recv()); got != 1 || c.reordSeen {
+		t.Fatalf("%d segments, reordering seen %v; want segment 0 again", got, c.reordSeen)
+	}
 	x.send(ackSACK(segSeq(2), TCPSACKBlock{segSeq(0), segSeq(1)}))
 	x.send(ackSACK(segSeq(2), TCPSACKBlock{segSeq(0), segSeq(1)})) // the same round trip
 	if got := x.l.reoWnd(c); got != 2*before || x.stats().DSACKsIn != 2 {

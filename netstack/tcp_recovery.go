@@ -175,7 +175,7 @@ func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) bool {
 	before := l.sackedBytes(c)
 	for i := 0; i < f.NSACK; i++ {
 		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
-		if i == 0 && r.l.lt(r.r) && r.r.leq(c.sndMax) && isDSACK(f, r) {
+		if i == 0 && r.l.lt(r.r) && r.r.leq(c.sndMax) && !r.l.lt(c.sndUna-seqnum(c.maxSndWnd)) && isDSACK(f, r) {
 			l.dsackArrived(c, r)
 			continue
 		}
