@@ -2,7 +2,8 @@ package netstack
 
 // The sender side of ACK processing: RTT, the congestion control hooks
 // (tcp_cc.go), NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
-// scoreboard (RFC 2018, RFC 6675 light).
+// scoreboard (RFC 2018, RFC 6675 light). Loss by time (RACK), D-SACK and
+// undo are in tcp_rack.go.
 
 // newAck handles an ACK that advances SND.UNA: RTT, congestion control
 // (RFC 5681, NewReno RFC 6582), the app's output and the RTO timer.
@@ -86,8 +87,11 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	// hole (RFC 6675 IsLost), which small windows need; before that,
 	// limited transmit (RFC 3042) lets new data out (see sendData). After a
 	// tail loss probe, the SACK it draws is the loss signal (RFC 8985 7.4).
+	// Once reordering was seen, RACK alone tells loss, by time (RFC 8985
+	// §6.2; Linux too): a threshold of duplicate ACKs would take every
+	// reordering deeper than three segments for a loss.
 	if c.rackActive() && c.reordSeen {
-		return // RACK (rackCheck) tells the loss, by time
+		return
 	}
 	if c.dupAcks < 3 && !(c.sackOK && (l.sackedBytes(c) > 2*mss || c.tlpDone)) {
 		return
