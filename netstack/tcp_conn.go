@@ -25,8 +25,9 @@ func (s tcpState) String() string { return tcpStateNames[s] }
 type tcpRange struct{ l, r seqnum }
 
 const (
-	tcpMaxSacked = 4 // peer's SACKed ranges remembered per connection
-	tcpSACKHist  = 4 // out-of-order ranges remembered in order of arrival, for SACK blocks
+	tcpMaxSacked = 4  // peer's SACKed ranges remembered per connection
+	tcpSACKHist  = 4  // out-of-order ranges remembered in order of arrival, for SACK blocks
+	tcpTxRing    = 16 // ranges of sequence space in flight with their transmit time (RACK)
 
 	// tcpOOOBytesPerRange sizes the table of out-of-order ranges that comes
 	// with a receive buffer: one range per this many bytes of buffer. A
@@ -52,31 +53,36 @@ func oooRanges(n int) int {
 // receive buffer is lent from the pool only while bytes are held, and the
 // send queue is the app's Output. TIME_WAIT keeps only this struct.
 type tcpConn struct {
-	key      tcpKey
-	id       int32 // index in layer.conns
-	twPrev   int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
-	twNext   int32
-	gen      int32 // generation, for TCPHandle; changes on every reuse
-	heapIdx  int32 // position in the timer heap, -1 if not there
-	state    tcpState
-	passive  bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
-	cookie   bool // established from a SYN cookie
-	tsOK     bool // timestamps negotiated
-	sackOK   bool // SACK negotiated
-	wsOK     bool // window scaling negotiated
-	finPend  bool // peer FIN at rcvFin seen beyond a hole
-	ackNow   bool // send an ACK at the end of this input
-	finSent  bool // our FIN is in sequence space (finSeq)
-	finRcvd  bool // peer's FIN seen at rcvFin (maybe beyond a hole)
-	peerFed  bool // PeerClosed called
-	persist  bool // rtxAt is the persist timer
-	woken    bool // queued in layer.woken
-	tlp      bool // rtxAt is the tail loss probe timeout
-	tlpDone  bool // a probe went out since the last new ACK
-	rttOn    bool // rttSeq is being timed
-	recovery bool // in fast recovery (RFC 6582)
-	rtxUna   bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
-	cubicOn  bool // a CUBIC congestion avoidance stage is running (from cubic.epoch)
+	key       tcpKey
+	id        int32 // index in layer.conns
+	twPrev    int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
+	twNext    int32
+	gen       int32 // generation, for TCPHandle; changes on every reuse
+	heapIdx   int32 // position in the timer heap, -1 if not there
+	state     tcpState
+	passive   bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
+	cookie    bool // established from a SYN cookie
+	tsOK      bool // timestamps negotiated
+	sackOK    bool // SACK negotiated
+	wsOK      bool // window scaling negotiated
+	finPend   bool // peer FIN at rcvFin seen beyond a hole
+	ackNow    bool // send an ACK at the end of this input
+	finSent   bool // our FIN is in sequence space (finSeq)
+	finRcvd   bool // peer's FIN seen at rcvFin (maybe beyond a hole)
+	peerFed   bool // PeerClosed called
+	persist   bool // rtxAt is the persist timer
+	woken     bool // queued in layer.woken
+	tlp       bool // rtxAt is the tail loss probe timeout
+	tlpDone   bool // a probe went out since the last new ACK
+	rttOn     bool // rttSeq is being timed
+	recovery  bool // in fast recovery (RFC 6582)
+	rtxUna    bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
+	cubicOn   bool // a CUBIC congestion avoidance stage is running (from cubic.epoch)
+	dsackOn   bool // dsack is to be reported in the next segment (RFC 2883)
+	undoOn    bool // a reduction may still be undone (undoCwnd...)
+	rackOn    bool // rackXmit... describe a delivered segment
+	reordSeen bool // RACK.reordering_seen
+	undoTSOn  bool // undoTS holds the TSval of the episode's first retransmission
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
@@ -100,6 +106,28 @@ type tcpConn struct {
 	caAcked                     uint32 // towards the next cwnd step in congestion avoidance: NewReno's bytes ACKed (RFC 3465), CUBIC's remainder
 	cubic                       cubicState
 
+	// RACK (RFC 8985): when each range in flight was last sent, sorted by
+	// sequence; the most recently sent segment delivered; the reordering
+	// window's multiplier and the reorder timer (rackAt).
+	tx         [tcpTxRing]tcpTxRec
+	ntx        uint8
+	reoMult    uint8  // RACK.reo_wnd_mult
+	rackEnd    seqnum // RACK.end_seq
+	rackFack   seqnum // RACK.fack: the highest byte delivered + 1
+	dsackRound seqnum // RACK.dsack_round: SND.MAX when reo_wnd last grew
+	rackXmit   int64  // RACK.xmit_ts
+	rackRTT    int64  // RACK.rtt
+	minRTT     int64
+
+	// Undo (RFC 3708): the window before the reduction, and how many of
+	// the episode's retransmissions were not yet D-SACKed.
+	undoCwnd, undoSsthresh uint32
+	undoRtx                uint32
+	undoMarker             seqnum // SND.UNA when the episode began
+	undoTS                 uint32 // TSval of the episode's first retransmission (Eifel, RFC 3522)
+	reoPersist             uint8  // recoveries left before reoMult goes back to 1
+	undoCubic              cubicState
+
 	// Receive sequence space.
 	irs, rcvNxt seqnum
 	appSeq      seqnum // first byte not yet fed to the app; rcvNxt-appSeq bytes are held in rb
@@ -109,6 +137,7 @@ type tcpConn struct {
 	tsRecent    uint32
 	tsOff       uint32
 	ooo         []tcpRange          // out-of-order data held in rb, sorted; its capacity comes with rb
+	dsack       tcpRange            // duplicate data received, for a D-SACK block
 	sackHist    [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
 	nSACKHist   uint8
 	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
@@ -123,6 +152,7 @@ type tcpConn struct {
 	// Timers: absolute ns on the layer clock, 0 when off; deadline is the
 	// earliest, the key of the timer heap.
 	rtxAt, ackAt, kaAt, appAt, deadline int64
+	rackAt                              int64 // RACK reorder timer
 	oowAckAt                            int64 // last ACK for an unacceptable segment without data
 	challengeAt                         int64 // start of the current second of challenge ACKs
 	challengeLeft                       uint16

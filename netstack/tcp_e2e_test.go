@@ -229,7 +229,9 @@ func TestTCPEndToEnd(t *testing.T) {
 				if sep.accepted != 4 || sep.release != 4 || rel.n != 4 {
 					t.Fatalf("accepted %d released %d/%d", sep.accepted, sep.release, rel.n)
 				}
-				if tc.faults.Loss > 0 && (sa.Retransmits == 0 || sb.Retransmits == 0) {
+				// The server sends the data; the client's few request
+				// segments may all get through.
+				if tc.faults.Loss > 0 && sa.Retransmits == 0 {
 					t.Fatalf("no retransmissions under loss: A %+v B %+v", sa, sb)
 				}
 				if tc.faults.Corrupt > 0 && n.a.Stats().IPv4BadChecksum+sa.ChecksumDrop+n.b.Stats().IPv4BadChecksum+sb.ChecksumDrop == 0 && n.fa.Stats.TxCorrupted+n.fb.Stats.TxCorrupted > 0 {

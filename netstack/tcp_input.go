@@ -228,6 +228,7 @@ func (l *tcpLayer) checkSeq(c *tcpConn, s *inSeg) bool {
 	}
 	if s.len > 0 && s.seq.add(s.len).leq(c.rcvNxt) {
 		l.stats.DupSegs++
+		l.noteDSACK(c, s.seq, s.seq.add(uint32(len(s.payload))))
 	} else {
 		l.stats.OutOfWindow++
 	}
@@ -329,15 +330,23 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		c.retries = 0 // a zero-window peer answering our probes is alive
 	}
 	newSack := false
+	advanced := ack.gt(c.sndUna)
+	if c.sackOK {
+		l.rackAck(c, f, ack)
+	}
 	if c.sackOK && f.NSACK > 0 {
 		newSack = l.updateSacked(c, f) // blocks at or below the new SND.UNA are pruned by newAck
 	}
 	switch {
 	case ack.gt(c.sndUna):
 		// "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK."
+		inRecovery, afterRTO := c.recovery, c.retries > 0
 		l.newAck(c, ack)
 		if c.state == tcpClosed {
 			return false
+		}
+		if (inRecovery && !c.recovery) || afterRTO {
+			l.eifel(c, f)
 		}
 	case ack == c.sndUna && len(s.payload) == 0 && f.Flags&TCPFlagFIN == 0 && c.sndMax != c.sndUna && (wnd == c.sndWnd || newSack):
 		// RFC 5681 §2 duplicate ACK; with SACK, an ACK that brings new
@@ -347,6 +356,9 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		// data, so the window test alone would miss most of its
 		// duplicate ACKs and leave loss to the TLP and the RTO.
 		l.dupAck(c)
+	}
+	if advanced || newSack {
+		l.rackCheck(c)
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and

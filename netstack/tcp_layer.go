@@ -199,6 +199,14 @@ type TCPStats struct {
 	RecoveryProbes   uint64 `stat:"count"` // SND.UNA's retransmission sent again after 2*SRTT without an ACK in recovery
 	SACKSkipped      uint64 `stat:"count"` // bytes not retransmitted because SACKed
 	SACKCleared      uint64 `stat:"count"` // RTOs that cleared a SACK scoreboard (RFC 6675 §5.1)
+	RACKLost         uint64 `stat:"count"` // segments RACK found lost by time (RFC 8985 §6.2)
+	RACKRecoveries   uint64 `stat:"count"` // recoveries RACK entered before a duplicate-ACK threshold
+	ReorderTimeouts  uint64 `stat:"count"` // RACK reorder timer expiries (RFC 8985 §6.3)
+	DSACKsIn         uint64 `stat:"count"` // D-SACK blocks received (RFC 2883)
+	DSACKsOut        uint64 `stat:"count"` // D-SACK blocks sent for duplicate data (RFC 2883)
+	Reductions       uint64 `stat:"count"` // congestion window reductions that can be undone: recoveries and first RTOs
+	SpuriousUndos    uint64 `stat:"count"` // reductions undone: every retransmission of the episode D-SACKed (RFC 3708) or, of these, EifelUndos
+	EifelUndos       uint64 `stat:"count"` // of SpuriousUndos: the ACK echoed a timestamp from before the first retransmission (RFC 3522)
 	PersistProbes    uint64 `stat:"count"`
 	KeepProbes       uint64 `stat:"count"`
 	KeepAborts       uint64 `stat:"count"`

@@ -45,7 +45,7 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 	if c.tsOK {
 		f.HasTimestamp, f.TSVal, f.TSEcr = true, l.tsNow(c), c.tsRecent
 	}
-	if c.sackOK && len(c.ooo) > 0 && f.Flags&TCPFlagSYN == 0 {
+	if c.sackOK && (len(c.ooo) > 0 || c.dsackOn) && f.Flags&TCPFlagSYN == 0 {
 		l.sackBlocks(c, f)
 	}
 	hl := f.HeaderLen()
@@ -81,6 +81,12 @@ func (l *tcpLayer) sackBlocks(c *tcpConn, f *TCPFields) {
 	limit := 4
 	if c.tsOK {
 		limit = 3
+	}
+	if c.dsackOn {
+		// RFC 2883 §4: the D-SACK block goes first, once.
+		c.dsackOn = false
+		l.stats.DSACKsOut++
+		addSACKBlock(f, c.dsack)
 	}
 	for _, s := range c.sackHist[:c.nSACKHist] {
 		if i := c.oooAt(s); i >= 0 && f.NSACK < limit {
@@ -340,8 +346,17 @@ func (l *tcpLayer) emitAt(c *tcpConn, seq seqnum, n uint32, bufs [][]byte, dataE
 		}
 		end++
 	}
+	if c.sackOK && end.gt(seq) {
+		c.txStamp(seq, end, l.now, seq.lt(c.sndMax))
+	}
 	if seq.lt(c.sndMax) {
 		l.stats.Retransmits++
+		if c.undoOn {
+			c.undoRtx++
+			if !c.undoTSOn && c.tsOK {
+				c.undoTSOn, c.undoTS = true, l.tsNow(c)
+			}
+		}
 	} else if !c.rttOn {
 		c.rttOn, c.rttSeq, c.rttTime = true, seq, l.now
 	}

@@ -20,9 +20,11 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 		d := c.rcvNxt.diff(seq)
 		if d >= uint32(len(p)) {
 			l.stats.DupSegs++
+			l.noteDSACK(c, seq, seq.add(uint32(len(p))))
 			c.ackNow = true
 			return
 		}
+		l.noteDSACK(c, seq, c.rcvNxt)
 		p, seq = p[d:], c.rcvNxt
 	}
 	w := uint32(l.cfg.RcvBuf)
@@ -47,6 +49,9 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 			return
 		}
 		r := tcpRange{seq, seq.add(uint32(len(p)))}
+		if i := c.oooAt(seq); i >= 0 && c.ooo[i].r.geq(r.r) {
+			l.noteDSACK(c, r.l, r.r) // held already
+		}
 		if len(c.ooo) == cap(c.ooo) && !touchesAny(c.ooo, r) {
 			// No room for another range. Never drop one already
 			// held: it was SACKed, and the sender may have freed it

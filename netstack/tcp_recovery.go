@@ -2,7 +2,8 @@ package netstack
 
 // The sender side of ACK processing: RTT, the congestion control hooks
 // (tcp_cc.go), NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
-// scoreboard (RFC 2018, RFC 6675 light).
+// scoreboard (RFC 2018, RFC 6675 light). Loss by time (RACK), D-SACK and
+// undo are in tcp_rack.go.
 
 // newAck handles an ACK that advances SND.UNA: RTT, congestion control
 // (RFC 5681, NewReno RFC 6582), the app's output and the RTO timer.
@@ -19,6 +20,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 	}
 	c.retries = 0
 	c.sndUna = ack
+	c.txPrune(ack)
 	c.rtxUna = false // a new SND.UNA: its segment was not retransmitted yet
 	if c.sndNxt.lt(ack) {
 		c.sndNxt = ack
@@ -36,6 +38,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		c.recovery = false
 		c.dupAcks = 0
 		l.ccRecovered(c, flight)
+		c.recoveryDone()
 	case c.recovery:
 		// RFC 6582 3.2 (3) partial acknowledgment: "retransmit the first
 		// unacknowledged segment ... deflate the congestion window by the
@@ -55,7 +58,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
 	c.tlpDone = false
 	if c.sndUna == c.sndMax {
-		c.rtxAt, c.tlp = 0, false
+		c.rtxAt, c.tlp, c.rackAt = 0, false, 0
 	} else {
 		l.rearmRTO(c)
 	}
@@ -84,6 +87,12 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	// hole (RFC 6675 IsLost), which small windows need; before that,
 	// limited transmit (RFC 3042) lets new data out (see sendData). After a
 	// tail loss probe, the SACK it draws is the loss signal (RFC 8985 7.4).
+	// Once reordering was seen, RACK alone tells loss, by time (RFC 8985
+	// §6.2; Linux too): a threshold of duplicate ACKs would take every
+	// reordering deeper than three segments for a loss.
+	if c.rackActive() && c.reordSeen {
+		return
+	}
 	if c.dupAcks < 3 && !(c.sackOK && (l.sackedBytes(c) > 2*mss || c.tlpDone)) {
 		return
 	}
@@ -94,7 +103,15 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	if !c.sndUna.gt(c.recover) && !(c.sackOK && c.sndUna == c.recover) {
 		return
 	}
+	l.enterRecovery(c)
+}
+
+// enterRecovery starts fast recovery (RFC 5681 3.2, RFC 6582 3.2 (2)):
+// the window reduced, remembered for an undo, SND.UNA's segment resent.
+func (l *tcpLayer) enterRecovery(c *tcpConn) {
+	mss := uint32(c.mss)
 	l.stats.FastRetransmits++
+	l.saveUndo(c)
 	l.ccLoss(c)
 	c.recover = c.sndMax
 	c.recovery = true
@@ -162,6 +179,10 @@ func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) bool {
 	before := l.sackedBytes(c)
 	for i := 0; i < f.NSACK; i++ {
 		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
+		if i == 0 && r.l.lt(r.r) && r.r.leq(c.sndMax) && !r.l.lt(c.sndUna-seqnum(c.maxSndWnd)) && isDSACK(f, r) {
+			l.dsackArrived(c, r)
+			continue
+		}
 		if !r.l.lt(r.r) || !r.l.gt(c.sndUna) || r.r.gt(c.sndMax) {
 			continue // D-SACK, stale or bogus block
 		}

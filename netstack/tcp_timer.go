@@ -61,7 +61,7 @@ func (q *tcpHeap) remove(c *tcpConn) {
 // schedule recomputes c's deadline from its timers and places it in the heap.
 func (l *tcpLayer) schedule(c *tcpConn) {
 	d := int64(0)
-	for _, t := range [4]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt} {
+	for _, t := range [5]int64{c.rtxAt, c.ackAt, c.kaAt, c.appAt, c.rackAt} {
 		if t != 0 && (d == 0 || t < d) {
 			d = t
 		}
@@ -94,6 +94,13 @@ func (l *tcpLayer) fire(c *tcpConn) {
 	if c.rtxAt != 0 && c.rtxAt <= now {
 		c.rtxAt = 0
 		l.rtxTimer(c)
+		if c.state == tcpClosed {
+			return
+		}
+	}
+	if c.rackAt != 0 && c.rackAt <= now {
+		c.rackAt = 0
+		l.reorderTimeout(c)
 		if c.state == tcpClosed {
 			return
 		}
@@ -188,6 +195,10 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 		l.closeConn(c)
 		return
 	}
+	if c.retries == 0 && !c.recovery {
+		l.saveUndo(c) // RFC 3708 applies to a timeout's go-back-N too
+	}
+	c.rackAt = 0
 	// RFC 5681 (4): ssthresh from the algorithm; cwnd = 1 segment.
 	l.ccTimeout(c)
 	c.retries++

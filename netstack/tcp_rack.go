@@ -1,0 +1,366 @@
+package netstack
+
+// Loss detection by time, RACK (RFC 8985 §6); D-SACK (RFC 2883) received
+// and generated; the undo of reductions that D-SACKs show were needless
+// (RFC 3708). A segment is lost when a segment sent after it was delivered
+// more than a reordering window ago, so reordering shorter than the window
+// costs no retransmission, and a lost retransmission is found like any
+// other loss.
+
+// tcpTxRec is a range [l, r) of sequence space last sent at time at. The
+// segments sent at one instant (one poll) share a record, so the ring
+// holds one record per burst, not per segment.
+type tcpTxRec struct {
+	l, r seqnum
+	at   int64
+	rtx  bool // a retransmission: an ACK for it may be the original's
+}
+
+// txStamp records that [lo, hi) was sent at at. Records of the same
+// instant that touch merge; when the ring is full the two highest records
+// merge under the later time, which only delays their loss detection.
+func (c *tcpConn) txStamp(lo, hi seqnum, at int64, rtx bool) {
+	n := int(c.ntx)
+	if n == 0 || !lo.lt(c.tx[n-1].r) {
+		// New data, sent after everything recorded: the common case.
+		if n > 0 && c.tx[n-1].r == lo && c.tx[n-1].at == at && c.tx[n-1].rtx == rtx {
+			c.tx[n-1].r = hi
+			return
+		}
+		if n == tcpTxRing {
+			c.tx[n-1].r, c.tx[n-1].at = hi, at
+			c.tx[n-1].rtx = c.tx[n-1].rtx || rtx
+			return
+		}
+		c.tx[n] = tcpTxRec{lo, hi, at, rtx}
+		c.ntx++
+		return
+	}
+	// A retransmission inside the ring: cut [lo, hi) out of the records
+	// it overlaps and insert it in order.
+	var t [tcpTxRing + 2]tcpTxRec
+	k := 0
+	placed := false
+	for _, e := range c.tx[:n] {
+		if e.l.lt(lo) {
+			t[k] = tcpTxRec{e.l, seqMin(e.r, lo), e.at, e.rtx}
+			k++
+		}
+		if !placed && !e.r.lt(lo) {
+			t[k] = tcpTxRec{lo, hi, at, rtx}
+			k++
+			placed = true
+		}
+		if e.r.gt(hi) {
+			t[k] = tcpTxRec{seqMax(e.l, hi), e.r, e.at, e.rtx}
+			k++
+		}
+	}
+	if !placed {
+		t[k] = tcpTxRec{lo, hi, at, rtx}
+		k++
+	}
+	for k > tcpTxRing {
+		a, b := &t[k-2], t[k-1]
+		a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+		k--
+	}
+	copy(c.tx[:], t[:k])
+	c.ntx = uint8(k)
+}
+
+// txPrune drops what the cumulative ACK una covers.
+func (c *tcpConn) txPrune(una seqnum) {
+	j := 0
+	for _, e := range c.tx[:c.ntx] {
+		if e.r.leq(una) {
+			continue
+		}
+		e.l = seqMax(e.l, una)
+		c.tx[j] = e
+		j++
+	}
+	c.ntx = uint8(j)
+}
+
+// rackDelivered updates RACK's most recently sent delivered segment from
+// the newly delivered range [lo, hi), RFC 8985 §6.2 steps 1 and 2.
+func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
+	for _, e := range c.tx[:c.ntx] {
+		if !e.r.gt(lo) || !e.l.lt(hi) {
+			continue
+		}
+		rtt := l.now - e.at
+		if e.rtx && rtt < c.minRTT {
+			// Step 2: "the ACK is likely for the original transmission
+			// ... ignore this segment".
+			continue
+		}
+		end := seqMin(e.r, hi)
+		if e.at > c.rackXmit || (e.at == c.rackXmit && end.gt(c.rackEnd)) || !c.rackOn {
+			c.rackOn, c.rackXmit, c.rackEnd, c.rackRTT = true, e.at, end, rtt
+		}
+		if !e.rtx && rtt > 0 && (c.minRTT == 0 || rtt < c.minRTT) {
+			c.minRTT = rtt
+		}
+	}
+}
+
+// rackAck feeds the ACK in f to RACK: the bytes it acknowledges
+// cumulatively and the SACK blocks within the window. It runs before the
+// scoreboard and the ring are pruned.
+func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
+	if !c.rackOn {
+		c.rackFack = c.sndUna
+	}
+	if ack.gt(c.sndUna) {
+		c.checkReordered(c.sndUna, ack)
+		l.rackDelivered(c, c.sndUna, ack)
+		c.rackFack = seqMax(c.rackFack, ack)
+	}
+	for i := 0; i < f.NSACK; i++ {
+		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
+		if r.l.lt(r.r) && r.l.gt(ack) && r.r.leq(c.sndMax) {
+			c.checkReordered(r.l, r.r)
+			l.rackDelivered(c, r.l, r.r)
+		}
+	}
+	for i := 0; i < f.NSACK; i++ {
+		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
+		if r.l.lt(r.r) && r.l.gt(ack) && r.r.leq(c.sndMax) {
+			c.rackFack = seqMax(c.rackFack, r.r)
+		}
+	}
+}
+
+// checkReordered sets RACK.reordering_seen (RFC 8985 §6.2 step 2) when
+// [lo, hi), just delivered, holds bytes below the highest delivered
+// (RACK.fack) that were sent once and not SACKed before: they arrived
+// after data sent later.
+func (c *tcpConn) checkReordered(lo, hi seqnum) {
+	hi = seqMin(hi, c.rackFack)
+	for _, e := range c.tx[:c.ntx] {
+		if c.reordSeen || e.rtx || !e.r.gt(lo) || !e.l.lt(hi) {
+			continue
+		}
+		if c.sackedAbove(seqMax(e.l, lo)).lt(seqMin(e.r, hi)) {
+			c.reordSeen = true
+		}
+	}
+}
+
+// reoWnd is RACK.reo_wnd, RFC 8985 §6.2 step 4: "min(RACK.reo_wnd_mult *
+// RACK.min_RTT / 4, SRTT)", the multiplier grown by D-SACKs.
+// With no reordering seen, in recovery or once DupThresh segments are
+// SACKed, it is zero: loss is then told as fast as by duplicate ACKs.
+func (l *tcpLayer) reoWnd(c *tcpConn) int64 {
+	if !c.reordSeen && (c.recovery || l.sackedBytes(c) >= 3*uint32(c.mss)) {
+		return 0
+	}
+	return min(int64(max(c.reoMult, 1))*c.minRTT/4, c.srtt)
+}
+
+// rackLost returns the lowest unSACKed byte that RACK deems lost, RFC 8985
+// §6.2 step 5: sent before RACK's segment and "RACK.rtt + RACK.reo_wnd"
+// ago or more. It arms the reorder timer for the segments that are not
+// lost yet but will be if nothing is heard of them (§6.3: "the
+// maximum remaining time").
+func (l *tcpLayer) rackLost(c *tcpConn) (seqnum, bool) {
+	c.rackAt = 0
+	if !c.rackOn || c.minRTT == 0 || c.sndUna == c.sndMax {
+		return 0, false
+	}
+	reo := l.reoWnd(c)
+	var lost seqnum
+	found := false
+	wait := int64(0)
+	for _, e := range c.tx[:c.ntx] {
+		hi := e.r
+		switch {
+		case e.at > c.rackXmit:
+			continue // sent after RACK's segment
+		case e.at == c.rackXmit:
+			hi = seqMin(hi, c.rackEnd) // the same instant: the segments below it
+		}
+		seq := c.sackedAbove(seqMax(e.l, c.sndUna))
+		if !seq.lt(hi) {
+			continue
+		}
+		if rem := e.at + c.rackRTT + reo - l.now; rem > 0 {
+			wait = max(wait, rem)
+			continue
+		}
+		if !found {
+			lost, found = seq, true
+		}
+	}
+	if wait > 0 {
+		c.rackAt = l.now + wait
+	}
+	return lost, found
+}
+
+// sackedAbove returns seq moved past the SACKed ranges it falls in.
+func (c *tcpConn) sackedAbove(seq seqnum) seqnum {
+	for _, r := range c.sacked[:c.nsacked] {
+		if seq.geq(r.l) && seq.lt(r.r) {
+			seq = r.r
+		}
+	}
+	return seq
+}
+
+// rackCheck runs RACK after an ACK that told something new, and at the
+// reorder timeout: a loss it finds starts recovery if none is running
+// (without waiting for three duplicate ACKs), and the lost segments go
+// again, at most two per call, as each ACK of the recovery clocks out.
+func (l *tcpLayer) rackCheck(c *tcpConn) {
+	if !c.sackOK {
+		return
+	}
+	switch c.state {
+	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
+	default:
+		c.rackAt = 0
+		return
+	}
+	seq, lost := l.rackLost(c)
+	if !lost {
+		return
+	}
+	if !c.recovery {
+		if c.retries > 0 || c.sndUna.lt(c.recover) {
+			return // after an RTO, go-back-N resends it
+		}
+		l.stats.RACKRecoveries++
+		l.enterRecovery(c)
+		if seq == c.sndUna {
+			l.stats.RACKLost++
+		}
+	}
+	for i := 0; i < 2; i++ {
+		seq, lost = l.rackLost(c)
+		if !lost {
+			return
+		}
+		l.stats.RACKLost++
+		l.retransmitAt(c, seq)
+		c.rtxHigh = seqMax(c.rtxHigh, seq.add(uint32(c.mss)))
+	}
+	l.rackLost(c) // the timer for what is left
+}
+
+// reorderTimeout is RACK's reorder timer, RFC 8985 §6.3.
+func (l *tcpLayer) reorderTimeout(c *tcpConn) {
+	l.stats.ReorderTimeouts++
+	l.rackCheck(c)
+}
+
+// isDSACK reports whether SACK block r, the first of f's, is a D-SACK
+// (RFC 2883 §4): below the cumulative ACK, or inside the second block.
+func isDSACK(f *TCPFields, r tcpRange) bool {
+	if r.r.leq(seqnum(f.Ack)) {
+		return true
+	}
+	if f.NSACK < 2 {
+		return false
+	}
+	s := tcpRange{seqnum(f.SACK[1].Left), seqnum(f.SACK[1].Right)}
+	return r.l.geq(s.l) && r.r.leq(s.r)
+}
+
+// dsackArrived takes a D-SACK for r: data the peer got twice.
+func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
+	l.stats.DSACKsIn++
+	if !c.undoOn || c.undoRtx == 0 || r.l.lt(c.undoMarker) {
+		// Not a retransmission of this episode: the network
+		// duplicated the segment, which says nothing of reordering.
+		return
+	}
+	// RFC 8985 §6.2 step 3: reordering made a retransmission needless;
+	// widen the window by min_RTT/4, at most once per round trip.
+	c.reordSeen = true
+	if c.reoMult == 0 || c.sndUna.geq(c.dsackRound) {
+		c.reoMult = min(max(c.reoMult, 1)+1, 255)
+		c.dsackRound = c.sndMax
+		c.reoPersist = tcpReoPersist
+	}
+	// RFC 3708 §3: when every retransmission of the episode is reported
+	// duplicate, the reduction was needless.
+	mss := uint32(c.mss)
+	c.undoRtx -= min((r.r.diff(r.l)+mss-1)/mss, c.undoRtx)
+	if c.undoRtx == 0 {
+		l.undo(c)
+	}
+}
+
+// tcpReoPersist is RACK.reo_wnd_persist (RFC 8985 §6.2 step 4): after
+// this many recoveries without a D-SACK the reordering window goes back
+// to min_RTT/4.
+const tcpReoPersist = 16
+
+// recoveryDone ends a recovery for RACK: the widened window persists for
+// tcpReoPersist of them.
+func (c *tcpConn) recoveryDone() {
+	if c.reoPersist > 0 {
+		c.reoPersist--
+		if c.reoPersist == 0 {
+			c.reoMult = 1
+		}
+	}
+}
+
+// eifel undoes a reduction when the ACK that ends its recovery, or the
+// first after its timeout, echoes a timestamp older than the episode's
+// first retransmission: the original segments got there (RFC 3522, as
+// Linux's tcp_packet_delayed).
+func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) {
+	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
+		l.stats.EifelUndos++
+		l.undo(c)
+	}
+}
+
+// saveUndo remembers the window before a reduction (RFC 3708 §3.1,
+// Linux's prior_cwnd and prior_ssthresh).
+func (l *tcpLayer) saveUndo(c *tcpConn) {
+	l.stats.Reductions++
+	c.undoOn, c.undoRtx, c.undoMarker, c.undoTSOn = true, 0, c.sndUna, false
+	c.undoCwnd, c.undoSsthresh, c.undoCubic = c.cwnd, c.ssthresh, c.cubic
+}
+
+// undo restores the window of before the reduction (RFC 3708 §3.2). A
+// recovery still running ends: what it repaired was never lost.
+func (l *tcpLayer) undo(c *tcpConn) {
+	l.stats.SpuriousUndos++
+	c.undoOn = false
+	c.cwnd = max(c.cwnd, c.undoCwnd)
+	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
+	c.cubic = c.undoCubic
+	if c.recovery {
+		c.recovery, c.dupAcks = false, 0
+		c.recover = c.sndUna // a new loss may start a recovery at once
+	}
+}
+
+// noteDSACK records duplicate data [lo, hi) for a D-SACK block in the
+// next segment (RFC 2883 §4: the first block). One block is held: one
+// pending that the new range does not touch goes out in an ACK first, as
+// the sender counts them to undo (RFC 3708).
+func (l *tcpLayer) noteDSACK(c *tcpConn, lo, hi seqnum) {
+	if !c.sackOK || !lo.lt(hi) {
+		return
+	}
+	if c.dsackOn {
+		if !c.dsack.r.lt(lo) && !hi.lt(c.dsack.l) {
+			c.dsack = tcpRange{seqMin(lo, c.dsack.l), seqMax(hi, c.dsack.r)}
+			return
+		}
+		l.sendAck(c)
+	}
+	c.dsack, c.dsackOn = tcpRange{lo, hi}, true
+}
+
+// rackActive reports whether RACK tells losses, in place of the duplicate
+// ACK threshold (as Linux does with RACK): SACK and an RTT measured.
+func (c *tcpConn) rackActive() bool { return c.sackOK && c.minRTT > 0 }
