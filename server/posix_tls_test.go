@@ -30,6 +30,16 @@ import (
 // its key into dir and returns their paths and a pool that trusts it.
 func testCert(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
 	t.Helper()
+	return testCertTB(t, dir)
+}
+
+func testCertTB(t testing.TB, dir string) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
+	must := func(t testing.TB, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	tmpl := &x509.Certificate{
