@@ -50,6 +50,7 @@ type tlsListener struct {
 	src     shard.SourceID
 	conf    *tls.Config
 	timeout time.Duration
+	resume  shard.Timer     // re-enables accepting after EMFILE
 	ctx     context.Context // cancelled at Close: ends handshakes in progress
 	cancel  context.CancelFunc
 	n       struct {
@@ -63,6 +64,7 @@ func newTLSListener(p *Posix, lfd int, conf *tls.Config, timeout time.Duration) 
 	}
 	t := &tlsListener{p: p, lfd: lfd, conf: conf, timeout: timeout}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.resume.Init(t.onResume)
 	t.src = p.sh.AddSource(t)
 	if err := p.sh.AddFD(lfd, unix.EPOLLIN, t.src, 0); err != nil {
 		unix.Close(lfd)
@@ -81,7 +83,15 @@ func (t *tlsListener) Events(_ []shard.Event, now time.Time) {
 	for i := 0; i < acceptBatch; i++ {
 		fd, err := accept4(t.lfd, &p.rsa, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
-			if err != unix.EAGAIN && err != unix.EINTR {
+			switch err {
+			case unix.EAGAIN, unix.EINTR:
+			case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+				// As for cleartext: stop watching the listener a while
+				// instead of spinning on it.
+				p.stats.AcceptErrors++
+				p.sh.ModifyFD(t.lfd, 0, t.src, 0)
+				p.wheel.Start(&t.resume, now.Add(acceptPauseTime))
+			default:
 				p.stats.AcceptErrors++
 			}
 			return
@@ -165,6 +175,12 @@ func (t *tlsListener) bridge(tcp *net.TCPConn, plain *net.UnixConn) {
 	<-up
 }
 
+func (t *tlsListener) onResume(time.Time) {
+	if !t.p.drain && t.lfd >= 0 {
+		t.p.sh.ModifyFD(t.lfd, unix.EPOLLIN, t.src, 0)
+	}
+}
+
 // closeListener stops accepting (drain).
 func (t *tlsListener) closeListener() {
 	if t.lfd >= 0 {
@@ -177,6 +193,7 @@ func (t *tlsListener) closeListener() {
 // handshake end when the shard closes its socketpair ends.
 func (t *tlsListener) close() {
 	t.closeListener()
+	t.p.wheel.Stop(&t.resume)
 	t.cancel()
 }
 
