@@ -34,6 +34,7 @@ type TLSStats struct {
 	Resumed    uint64 `stat:"count"` // of those, resumed from a session ticket
 	Failed     uint64 `stat:"drop"`  // handshakes failed: bad records, no shared protocol, a peer that closed (crypto/tls sent the alert)
 	TimedOut   uint64 `stat:"drop"`  // handshakes cut by the handshake timeout
+	Cut        uint64 `stat:"drop"`  // connections cut after the handshake: a bad, truncated or oversized record, a renegotiation attempt, a reset
 	Errors     uint64 `stat:"error"` // connections not bridged: socketpair or descriptor failures
 	Bridges    uint64 `stat:"gauge"` // bridge goroutines running
 }
@@ -54,7 +55,7 @@ type tlsListener struct {
 	ctx     context.Context // cancelled at Close: ends handshakes in progress
 	cancel  context.CancelFunc
 	n       struct {
-		accepted, handshakes, resumed, failed, timedOut, errors, bridges atomic.Uint64
+		accepted, handshakes, resumed, failed, timedOut, cut, errors, bridges atomic.Uint64
 	}
 }
 
@@ -158,7 +159,10 @@ func (t *tlsListener) bridge(tcp *net.TCPConn, plain *net.UnixConn) {
 	up := make(chan struct{})
 	go func() { // requests: client -> shard
 		defer close(up)
-		io.Copy(plain, tc)
+		_, err := io.Copy(plain, tc)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
+			t.n.cut.Add(1) // crypto/tls sent the alert, if any
+		}
 		plain.CloseWrite() // the shard reads EOF
 	}()
 	// Responses: shard -> client. EOF means the shard shut its side down after
@@ -204,6 +208,7 @@ func (t *tlsListener) stats() TLSStats {
 		Resumed:    t.n.resumed.Load(),
 		Failed:     t.n.failed.Load(),
 		TimedOut:   t.n.timedOut.Load(),
+		Cut:        t.n.cut.Load(),
 		Errors:     t.n.errors.Load(),
 		Bridges:    t.n.bridges.Load(),
 	}

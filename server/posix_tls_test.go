@@ -271,8 +271,58 @@ func TestTLSBadInput(t *testing.T) {
 			t.Fatalf("body %q", body)
 		}
 	})
-	if n := ts.counter("tls.bridges"); n > 1 {
-		t.Logf("%d bridges still running", n)
+	// After a good handshake: a forged record, a truncated one, and (with
+	// openssl) a renegotiation attempt each cut the connection.
+	after := []struct {
+		name   string
+		send   []byte
+		hangUp bool
+	}{
+		{"forged record", append([]byte{23, 3, 3, 0, 40}, make([]byte, 40)...), false},
+		{"truncated record after handshake", []byte{23, 3, 3, 0, 100, 1, 2, 3}, true},
+	}
+	for _, tc := range after {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ts.counter("tls.cut")
+			raw, err := net.DialTimeout("tcp", ts.TLSAddr.String(), 5*time.Second)
+			must(t, err)
+			defer raw.Close()
+			raw.SetDeadline(time.Now().Add(10 * time.Second))
+			c := tls.Client(raw, &tls.Config{RootCAs: ts.pool, ServerName: "127.0.0.1"})
+			must(t, c.Handshake())
+			_, err = raw.Write(tc.send)
+			must(t, err)
+			if tc.hangUp {
+				raw.(*net.TCPConn).CloseWrite()
+			}
+			io.Copy(io.Discard, raw)
+			waitCounter(t, ts.testServer, "tls.cut", before+1)
+		})
+	}
+	t.Run("renegotiation", func(t *testing.T) {
+		if _, err := exec.LookPath("openssl"); err != nil {
+			t.Skip("openssl not installed")
+		}
+		before := ts.counter("tls.cut")
+		cmd := exec.Command("openssl", "s_client", "-tls1_2", "-connect", ts.TLSAddr.String(), "-CAfile", ts.certPath)
+		cmd.Stdin = strings.NewReader("R\n")
+		out, _ := cmd.CombinedOutput()
+		if !bytes.Contains(out, []byte("RENEGOTIATING")) {
+			t.Fatalf("openssl did not try to renegotiate: %q", out)
+		}
+		waitCounter(t, ts.testServer, "tls.cut", before+1)
+	})
+}
+
+// waitCounter waits (bounded) for the counter to reach want, and fails if it
+// does not equal it.
+func waitCounter(t *testing.T, ts *testServer, name string, want uint64) {
+	t.Helper()
+	for i := 0; i < 200 && ts.counter(name) < want; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := ts.counter(name); got != want {
+		t.Fatalf("%s %d, want %d", name, got, want)
 	}
 }
 
