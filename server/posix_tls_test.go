@@ -139,7 +139,7 @@ func openFDs(t *testing.T) int {
 // session ticket, a large static file whole, and cleartext beside it.
 func TestTLSServe(t *testing.T) {
 	noLeaks(t)
-	big := make([]byte, 16<<20)
+	big := make([]byte, 64<<20)
 	rand.Read(big)
 	var ts *tlsTestServer
 	ts = startTLSServer(t, func(o *Options) {
