@@ -36,6 +36,11 @@ type Options struct {
 	StatsInterval  time.Duration // one stats line on stderr per interval (0: off)
 	PrometheusAddr string        // host:port of the Prometheus endpoint ("": off); --prometheus-port N is ":N"
 
+	// TLS: with TLS.Cert set, connections on TLSPort speak TLS beside
+	// cleartext on Port; TLSPort -1 puts TLS on Port instead (no cleartext).
+	TLS     TLSFiles
+	TLSPort int
+
 	Native NativeOptions // --network-stack native
 }
 
@@ -61,7 +66,7 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: give only flags (see --help)", fs.Arg(0))
 	}
-	for _, check := range []func(*rawFlags) error{o.checkShards, o.checkListen, o.checkStack, o.checkLimits} {
+	for _, check := range []func(*rawFlags) error{o.checkShards, o.checkListen, o.checkStack, o.checkLimits, o.checkTLS} {
 		if err := check(raw); err != nil {
 			return o, err
 		}
@@ -88,6 +93,10 @@ func (o *Options) define(fs *flag.FlagSet) *rawFlags {
 	fs.StringVar(&r.address, "address", "0.0.0.0", "IP address to listen on")
 	fs.StringVar(&o.NetworkStack, "network-stack", "posix", "network stack: posix (kernel sockets) or native (AF_XDP, userspace TCP/IP)")
 	fs.DurationVar(&o.StatsInterval, "stats-interval", time.Second, "print requests/s, open connections and drops, total and per shard, on stderr this often (0: off)")
+	fs.StringVar(&o.TLS.Cert, "tls-cert", "", "serve HTTPS with this PEM certificate chain (RSA or ECDSA); needs --tls-key")
+	fs.StringVar(&o.TLS.Key, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.TLS.OCSP, "tls-ocsp", "", "DER OCSP response to staple in TLS handshakes")
+	fs.IntVar(&o.TLSPort, "tls-port", -1, "serve TLS on this port beside cleartext on --port (default: TLS on --port, no cleartext; 0: pick a free one)")
 	fs.IntVar(&r.promPort, "prometheus-port", 0, "serve Prometheus metrics on this port of the kernel stack, e.g. 9180 (0: off)")
 	r.native = o.Native.flags(fs)
 	fs.BoolVar(&o.PollMode, "poll-mode", false, "spin instead of sleeping when idle (lowest latency, one busy core per shard)")
@@ -175,6 +184,25 @@ func (o *Options) checkLimits(*rawFlags) error {
 		if d.v <= 0 {
 			return fmt.Errorf("%s %v: give a positive duration such as 10s", d.name, d.v)
 		}
+	}
+	return nil
+}
+
+// checkTLS: --tls-cert, --tls-key, --tls-ocsp, --tls-port. The files are read
+// at start.
+func (o *Options) checkTLS(*rawFlags) error {
+	t := o.TLS
+	switch {
+	case t.Cert == "" && (t.Key != "" || t.OCSP != "" || o.TLSPort != -1):
+		return fmt.Errorf("--tls-key, --tls-ocsp and --tls-port need --tls-cert: give the certificate too")
+	case t.Cert != "" && t.Key == "":
+		return fmt.Errorf("--tls-cert %q: give its private key with --tls-key", t.Cert)
+	case t.Cert != "" && o.NetworkStack != "posix":
+		return fmt.Errorf("--tls-cert: TLS is served by the posix stack only for now; use --network-stack posix")
+	case o.TLSPort < -1 || o.TLSPort > 65535:
+		return fmt.Errorf("--tls-port %d: choose a port from 0 to 65535", o.TLSPort)
+	case o.TLSPort > 0 && o.TLSPort == o.Port:
+		return fmt.Errorf("--tls-port %d: it is --port too; choose another, or omit --tls-port to serve TLS on --port", o.TLSPort)
 	}
 	return nil
 }

@@ -85,9 +85,31 @@ func TestMainBadFlagExits2(t *testing.T) {
 
 // Each counter of the glue declares its kind (drop, error, gauge, count).
 func TestCountersDeclareKind(t *testing.T) {
-	for _, v := range []any{NativeStats{}, PosixStats{}} {
+	for _, v := range []any{NativeStats{}, PosixStats{}, TLSStats{}} {
 		if err := shard.CheckFields(v); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// The TLS flags: the certificate needs its key, TLS is posix only, and
+// --tls-port may not be --port.
+func TestParseFlagsTLS(t *testing.T) {
+	o, err := ParseFlags([]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-port", "8443"}, nil)
+	if err != nil || o.TLS != (TLSFiles{Cert: "c.pem", Key: "k.pem"}) || o.TLSPort != 8443 {
+		t.Fatalf("%+v %v", o.TLS, err)
+	}
+	if o, _ := ParseFlags([]string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, nil); o.TLSPort != -1 {
+		t.Fatalf("TLSPort %d without --tls-port, want -1 (TLS on --port)", o.TLSPort)
+	}
+	for _, args := range [][]string{
+		{"--tls-cert", "c.pem"},
+		{"--tls-port", "8443"},
+		{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--port", "8443", "--tls-port", "8443"},
+		{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-port", "70000"},
+	} {
+		if _, err := ParseFlags(args, nil); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line", args, err)
 		}
 	}
 }

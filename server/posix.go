@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/tls"
 	"io"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +21,11 @@ type PosixConfig struct {
 	// sends before it is closed. Closing at once with unread input would make
 	// the kernel send a RST that can destroy the response in the peer's buffer.
 	Linger time.Duration
+	// TLS, when set, is the configuration for connections accepted on
+	// TLSListener, a second listening socket (from ListenPosix; Posix owns it).
+	TLS                 *tls.Config
+	TLSListener         int
+	TLSHandshakeTimeout time.Duration // 0: TLSHandshakeTimeout
 }
 
 const (
@@ -68,11 +75,13 @@ type Posix struct {
 	drain  bool
 	now    time.Time // the time of the last event, for Close
 	stats  PosixStats
+	tls    *tlsListener // nil: no TLS listener
 }
 
 // NewPosix builds the posix stack for shard sh around the listening socket lfd
-// (from ListenPosix; Posix owns it from now on) and registers it with the shard
-// as a source, a stopper and a reporter. Call from the shard's setup.
+// (from ListenPosix; Posix owns it from now on; -1: none, TLS only) and
+// registers it with the shard as a source, a stopper and a reporter. Call from
+// the shard's setup.
 func NewPosix(sh *shard.Shard, lfd int, cfg PosixConfig, now time.Time) (*Posix, error) {
 	if cfg.Linger == 0 {
 		cfg.Linger = time.Second
@@ -88,8 +97,17 @@ func NewPosix(sh *shard.Shard, lfd int, cfg PosixConfig, now time.Time) (*Posix,
 		now:   now,
 	}
 	p.src = sh.AddSource(p)
-	if err := sh.AddFD(lfd, unix.EPOLLIN, p.src, listenerToken); err != nil {
-		return nil, err
+	if lfd >= 0 {
+		if err := sh.AddFD(lfd, unix.EPOLLIN, p.src, listenerToken); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TLS != nil {
+		t, err := newTLSListener(p, cfg.TLSListener, cfg.TLS, cfg.TLSHandshakeTimeout)
+		if err != nil {
+			return nil, err
+		}
+		p.tls = t
 	}
 	sh.AddStopper(p)
 	sh.AddReporter(p)
@@ -157,18 +175,24 @@ func (p *Posix) accept(now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		c := p.slot()
-		c.fd = fd
-		c.hc = p.srv.NewConn(rawAddrPort(&p.rsa), now)
-		c.events = unix.EPOLLIN | unix.EPOLLRDHUP
-		p.open++
-		if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {
-			p.stats.AcceptErrors++
-			c.close()
-			continue
-		}
-		c.armTimer()
+		p.serve(fd, rawAddrPort(&p.rsa), now)
 	}
+}
+
+// serve gives the connected socket fd, whose peer is remote, a connection slot
+// and starts reading it.
+func (p *Posix) serve(fd int, remote netip.AddrPort, now time.Time) {
+	c := p.slot()
+	c.fd = fd
+	c.hc = p.srv.NewConn(remote, now)
+	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
+	p.open++
+	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {
+		p.stats.AcceptErrors++
+		c.close()
+		return
+	}
+	c.armTimer()
 }
 
 func (p *Posix) onResume(time.Time) {
@@ -198,6 +222,9 @@ func (p *Posix) Drain(now time.Time) {
 		unix.Close(p.lfd)
 		p.lfd = -1
 	}
+	if p.tls != nil {
+		p.tls.closeListener()
+	}
 	for _, c := range p.conns {
 		if c.fd >= 0 && !c.lingering {
 			c.settle(now)
@@ -214,6 +241,9 @@ func (p *Posix) Close() {
 		unix.Close(p.lfd)
 		p.lfd = -1
 	}
+	if p.tls != nil {
+		p.tls.close()
+	}
 	for _, c := range p.conns {
 		if c.fd >= 0 {
 			p.stats.Forced++
@@ -229,5 +259,8 @@ func (p *Posix) Close() {
 func (p *Posix) Report(r *shard.Report) {
 	r.AddKind("posix.open", shard.Gauge, uint64(p.open))
 	r.AddFields("posix.", p.stats)
+	if p.tls != nil {
+		r.AddFields("tls.", p.tls.stats())
+	}
 	addHTTP(r, p.srv.Stats())
 }

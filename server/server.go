@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ type Server struct {
 	Lab      *lab.Lab       // the lab --lab built (nil: none); removed when the server stops
 	Impaired *lab.Impaired  // the same lab with its impairment bridge (--lab-impair)
 	Metrics  netip.AddrPort // the Prometheus endpoint's address (invalid: off)
+	TLSAddr  netip.AddrPort // the TLS listeners' address (invalid: no TLS); Addr too when TLS has no port of its own
 
 	group     *shard.Group
 	log       *os.File
@@ -69,22 +71,30 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		}
 		return s.started(o)
 	}
-	fds, addr, err := ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), len(cpus))
+	fds, tlsFDs, tlsConf, err := s.listenPosix(o, len(cpus))
 	if err != nil {
 		s.closeLog()
 		return nil, err
 	}
-	s.Addr = addr
-	taken := make([]bool, len(fds)) // set by the shard that took ownership of its fd
+	taken := make([]bool, len(cpus)) // set by the shard that took ownership of its fds
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
 		taken[sh.ID] = true
-		_, err := NewPosix(sh, fds[sh.ID], PosixConfig{Site: site, Log: logw}, time.Now())
+		cfg := PosixConfig{Site: site, Log: logw}
+		lfd := -1
+		if fds != nil {
+			lfd = fds[sh.ID]
+		}
+		if tlsFDs != nil {
+			cfg.TLS, cfg.TLSListener = tlsConf, tlsFDs[sh.ID]
+			cfg.TLSHandshakeTimeout = o.HeaderTimeout // a handshake is part of the first request's header time
+		}
+		_, err := NewPosix(sh, lfd, cfg, time.Now())
 		return err
 	})
 	if err != nil {
-		for i, fd := range fds {
+		for i := range taken {
 			if !taken[i] {
-				closeFD(fd)
+				closeFDs(i, fds, tlsFDs)
 			}
 		}
 		s.closeLog()
@@ -92,6 +102,47 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 	}
 	s.group = g
 	return s.started(o)
+}
+
+// listenPosix opens the posix stack's listeners, n of each: cleartext on
+// o.Port unless TLS takes that port, TLS on o.TLSPort or o.Port. It loads the
+// certificate first, so that a bad one fails before anything is bound.
+func (s *Server) listenPosix(o Options, n int) (fds, tlsFDs []int, conf *tls.Config, err error) {
+	if o.TLS.Cert != "" {
+		if conf, err = LoadTLS(o.TLS); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if conf == nil || o.TLSPort >= 0 {
+		if fds, s.Addr, err = ListenPosix(netip.AddrPortFrom(o.Address, uint16(o.Port)), n); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if conf != nil {
+		port := o.TLSPort
+		if port < 0 {
+			port = o.Port
+		}
+		if tlsFDs, s.TLSAddr, err = ListenPosix(netip.AddrPortFrom(o.Address, uint16(port)), n); err != nil {
+			for _, fd := range fds {
+				closeFD(fd)
+			}
+			return nil, nil, nil, err
+		}
+		if fds == nil {
+			s.Addr = s.TLSAddr
+		}
+	}
+	return fds, tlsFDs, conf, nil
+}
+
+// closeFDs closes shard i's listener in each list that has one.
+func closeFDs(i int, lists ...[]int) {
+	for _, fds := range lists {
+		if fds != nil {
+			closeFD(fds[i])
+		}
+	}
 }
 
 // shardConfig is the shards' loop settings from o.
@@ -171,8 +222,15 @@ func Main(name string, args []string, stderr io.Writer, sig <-chan os.Signal, ro
 		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
 		return 2
 	}
-	fmt.Fprintf(stderr, "%s: serving http://%s/ with %d shards on cpus %s (%s stack)\n", name,
-		s.Addr, len(s.CPUs), shard.FormatCPUs(s.CPUs), o.NetworkStack)
+	url := "http://" + s.Addr.String() + "/"
+	switch {
+	case s.TLSAddr == s.Addr:
+		url = "https://" + s.Addr.String() + "/"
+	case s.TLSAddr.IsValid():
+		url += " and https://" + s.TLSAddr.String() + "/"
+	}
+	fmt.Fprintf(stderr, "%s: serving %s with %d shards on cpus %s (%s stack)\n", name,
+		url, len(s.CPUs), shard.FormatCPUs(s.CPUs), o.NetworkStack)
 	if s.Metrics.IsValid() {
 		fmt.Fprintf(stderr, "%s: prometheus metrics on http://%s/metrics\n", name, s.Metrics)
 	}
