@@ -241,6 +241,7 @@ func FuzzStackTCP(f *testing.F) {
 		if st := s.Stats(); rx != 0 || tx != s.HeldTx() || st.RxOutcomes() != st.RxFrames {
 			t.Fatalf("lent rx %d tx %d held %d; outcomes %d frames %d", rx, tx, s.HeldTx(), st.RxOutcomes(), st.RxFrames)
 		}
+		checkTCPInvariants(t, s.tcp)
 		// Replays of the input must reach a state with no allocation: TCP
 		// grows its connection pool on first use up to MaxConns (8 here), so
 		// a replay may allocate while idle connections from earlier replays

@@ -108,8 +108,9 @@ type tcpConn struct {
 
 	// RACK (RFC 8985): when each range in flight was last sent, sorted by
 	// sequence; the most recently sent segment delivered; the reordering
-	// window's multiplier and the reorder timer (rackAt).
-	tx         [tcpTxRing]tcpTxRec
+	// window's multiplier and the reorder timer (rackAt). The ring is lent
+	// from the layer only while data is in flight, so an idle conn stays small.
+	tx         *tcpTxRingBuf // nil when ntx is 0
 	ntx        uint8
 	reoMult    uint8  // RACK.reo_wnd_mult
 	rackEnd    seqnum // RACK.end_seq
@@ -207,9 +208,10 @@ func (l *tcpLayer) setState(c *tcpConn, s tcpState) {
 	if s == tcpTimeWait {
 		l.stats.TimeWaits++
 		l.twAppend(c)
-		// TIME-WAIT keeps only the TCB: app and buffer go now.
+		// TIME-WAIT keeps only the TCB: app and buffers go now.
 		l.releaseApp(c)
 		l.freeRcvBuf(c)
+		l.freeTxRing(c)
 	}
 }
 
@@ -221,12 +223,13 @@ func (l *tcpLayer) releaseApp(c *tcpConn) {
 	c.appAt = 0
 }
 
-// closeConn deletes c: app released, buffer and timers returned, out of the
+// closeConn deletes c: app released, buffers and timers returned, out of the
 // table, back in the pool.
 func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.setState(c, tcpClosed)
 	l.releaseApp(c)
 	l.freeRcvBuf(c)
+	l.freeTxRing(c)
 	l.timers.remove(c)
 	l.table.remove(c.key)
 	l.stats.Conns--

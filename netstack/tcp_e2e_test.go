@@ -226,6 +226,10 @@ func TestTCPEndToEnd(t *testing.T) {
 					return n.a.TCPStats().Conns == 0 && n.b.TCPStats().Conns == 0
 				}, 100000)
 				sa, sb := n.a.TCPStats(), n.b.TCPStats()
+				// Buffers and RACK rings were lent and all came back.
+				if n.a.tcp.txMade == 0 || sa.TxRingsUsed+sb.TxRingsUsed+sa.RcvBufsUsed+sb.RcvBufsUsed != 0 {
+					t.Fatalf("rings made %d, used %d/%d; buffers used %d/%d", n.a.tcp.txMade, sa.TxRingsUsed, sb.TxRingsUsed, sa.RcvBufsUsed, sb.RcvBufsUsed)
+				}
 				if sep.accepted != 4 || sep.release != 4 || rel.n != 4 {
 					t.Fatalf("accepted %d released %d/%d", sep.accepted, sep.release, rel.n)
 				}

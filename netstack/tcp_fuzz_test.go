@@ -223,6 +223,19 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 	if len(l.conns) > l.cfg.MaxConns || l.rbufsMade > l.cfg.RcvBufs || len(l.rbufs)+countRB(l) != l.rbufsMade {
 		t.Fatalf("pools: %d conns made, %d buffers made, %d free", len(l.conns), l.rbufsMade, len(l.rbufs))
 	}
+	// A conn holds a RACK ring exactly while it has records.
+	lent := 0
+	for _, c := range l.conns {
+		if (c.tx != nil) != (c.ntx > 0) {
+			t.Fatalf("port %d: ring held %v with %d records", c.key.rport, c.tx != nil, c.ntx)
+		}
+		if c.tx != nil {
+			lent++
+		}
+	}
+	if len(l.txRings)+lent != l.txMade || l.txMade > len(l.conns) {
+		t.Fatalf("pools: %d rings made, %d free, %d lent", l.txMade, len(l.txRings), lent)
+	}
 }
 
 func countRB(l *tcpLayer) int {

@@ -218,6 +218,7 @@ type TCPStats struct {
 
 	Conns, SynRcvd, TimeWaits int `stat:"gauge"` // connections now: all, in SYN-RCVD, in TIME-WAIT
 	RcvBufsUsed               int `stat:"gauge"` // reassembly buffers lent to connections
+	TxRingsUsed               int `stat:"gauge"` // RACK transmit-time rings lent to connections with data in flight
 }
 
 // tcpListener is one listening port.
@@ -249,6 +250,8 @@ type tcpLayer struct {
 	timers    tcpHeap
 	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
+	txRings   []*tcpTxRingBuf // free RACK rings
+	txMade    int
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 

@@ -347,7 +347,7 @@ func (l *tcpLayer) emitAt(c *tcpConn, seq seqnum, n uint32, bufs [][]byte, dataE
 		end++
 	}
 	if c.sackOK && end.gt(seq) {
-		c.txStamp(seq, end, l.now, seq.lt(c.sndMax))
+		l.txStamp(c, seq, end, l.now, seq.lt(c.sndMax))
 	}
 	if seq.lt(c.sndMax) {
 		l.stats.Retransmits++

@@ -16,10 +16,46 @@ type tcpTxRec struct {
 	rtx  bool // a retransmission: an ACK for it may be the original's
 }
 
+// tcpTxRingBuf is one connection's ring of records, lent by the layer.
+type tcpTxRingBuf [tcpTxRing]tcpTxRec
+
+// txRecs returns c's records; nil when it holds no ring.
+func (c *tcpConn) txRecs() []tcpTxRec {
+	if c.tx == nil {
+		return nil
+	}
+	return c.tx[:c.ntx]
+}
+
+// txRing lends c a ring. The pool grows with the conns that have data in
+// flight at once and is reused after, so steady state allocates nothing.
+func (l *tcpLayer) txRing(c *tcpConn) {
+	if n := len(l.txRings); n > 0 {
+		c.tx = l.txRings[n-1]
+		l.txRings = l.txRings[:n-1]
+	} else {
+		c.tx = new(tcpTxRingBuf)
+		l.txMade++
+	}
+	c.ntx = 0
+}
+
+// freeTxRing takes c's ring back, forgetting its records.
+func (l *tcpLayer) freeTxRing(c *tcpConn) {
+	if c.tx != nil {
+		l.txRings = append(l.txRings, c.tx)
+		c.tx = nil
+	}
+	c.ntx = 0
+}
+
 // txStamp records that [lo, hi) was sent at at. Records of the same
 // instant that touch merge; when the ring is full the two highest records
 // merge under the later time, which only delays their loss detection.
-func (c *tcpConn) txStamp(lo, hi seqnum, at int64, rtx bool) {
+func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
+	if c.tx == nil {
+		l.txRing(c)
+	}
 	n := int(c.ntx)
 	if n == 0 || !lo.lt(c.tx[n-1].r) {
 		// New data, sent after everything recorded: the common case.
@@ -69,10 +105,11 @@ func (c *tcpConn) txStamp(lo, hi seqnum, at int64, rtx bool) {
 	c.ntx = uint8(k)
 }
 
-// txPrune drops what the cumulative ACK una covers.
-func (c *tcpConn) txPrune(una seqnum) {
+// txPrune drops what the cumulative ACK una covers, and the ring with the
+// last record.
+func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 	j := 0
-	for _, e := range c.tx[:c.ntx] {
+	for _, e := range c.txRecs() {
 		if e.r.leq(una) {
 			continue
 		}
@@ -81,12 +118,15 @@ func (c *tcpConn) txPrune(una seqnum) {
 		j++
 	}
 	c.ntx = uint8(j)
+	if j == 0 {
+		l.freeTxRing(c)
+	}
 }
 
 // rackDelivered updates RACK's most recently sent delivered segment from
 // the newly delivered range [lo, hi), RFC 8985 §6.2 steps 1 and 2.
 func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
-	for _, e := range c.tx[:c.ntx] {
+	for _, e := range c.txRecs() {
 		if !e.r.gt(lo) || !e.l.lt(hi) {
 			continue
 		}
@@ -139,7 +179,7 @@ func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
 // after data sent later.
 func (c *tcpConn) checkReordered(lo, hi seqnum) {
 	hi = seqMin(hi, c.rackFack)
-	for _, e := range c.tx[:c.ntx] {
+	for _, e := range c.txRecs() {
 		if c.reordSeen || e.rtx || !e.r.gt(lo) || !e.l.lt(hi) {
 			continue
 		}
@@ -174,7 +214,7 @@ func (l *tcpLayer) rackLost(c *tcpConn) (seqnum, bool) {
 	var lost seqnum
 	found := false
 	wait := int64(0)
-	for _, e := range c.tx[:c.ntx] {
+	for _, e := range c.txRecs() {
 		hi := e.r
 		switch {
 		case e.at > c.rackXmit:

@@ -180,3 +180,26 @@ func TestTCPReorderOnlyUndone(t *testing.T) {
 		})
 	}
 }
+
+// The RACK ring is lent only while data is in flight: the ACK of the last
+// byte gives it back, and the next flight takes it again from the pool.
+func TestTCPRACKRingLent(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	if c.tx != nil {
+		t.Fatal("ring lent with nothing in flight")
+	}
+	for flight := 0; flight < 2; flight++ {
+		base := 4 * flight
+		sendFlight(x, c, app, 4)
+		x.send(seg{TCPFields: fl(A, 5001, segSeq(base+2), 65535)})
+		if c.tx == nil || x.l.txMade != 1 {
+			t.Fatalf("flight %d half ACKed: ring %v, %d made", flight, c.tx != nil, x.l.txMade)
+		}
+		x.send(seg{TCPFields: fl(A, 5001, segSeq(base+4), 65535)})
+		if c.tx != nil || c.ntx != 0 || len(x.l.txRings) != 1 {
+			t.Fatalf("flight %d ACKed: ring %v, %d records, %d free", flight, c.tx != nil, c.ntx, len(x.l.txRings))
+		}
+	}
+}

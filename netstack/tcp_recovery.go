@@ -20,7 +20,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 	}
 	c.retries = 0
 	c.sndUna = ack
-	c.txPrune(ack)
+	l.txPrune(c, ack)
 	c.rtxUna = false // a new SND.UNA: its segment was not retransmitted yet
 	if c.sndNxt.lt(ack) {
 		c.sndNxt = ack

@@ -85,6 +85,7 @@ func (s *Stack) TCPStats() TCPStats {
 	}
 	st := s.tcp.stats
 	st.RcvBufsUsed = s.tcp.rbufsMade - len(s.tcp.rbufs)
+	st.TxRingsUsed = s.tcp.txMade - len(s.tcp.txRings)
 	return st
 }
 
