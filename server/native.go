@@ -40,9 +40,9 @@ type NativeConfig struct {
 }
 
 // NativeShard is the shard.Stopper and shard.Reporter of a shard that serves
-// several queues, one Native each: a shard asks its stoppers if they are
-// drained only until one says no, and every Native must be asked (each
-// counts itself in the DrainGroup when asked).
+// several queues, one Native each: one report per shard with the Natives'
+// counters summed (a metric has one series per shard), and one stopper that
+// asks every Native (each counts itself in the DrainGroup when asked).
 type NativeShard struct{ natives []*Native }
 
 func (ns *NativeShard) Drain(now time.Time) {

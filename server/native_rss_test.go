@@ -174,10 +174,9 @@ func TestNativeQueueErrors(t *testing.T) {
 	}
 }
 
-// A shard asks its stoppers whether they are drained only until one says
-// no: NativeShard must ask every queue's Native, or those after the first
-// busy one never count themselves in the DrainGroup and the stop waits for
-// its timeout.
+// NativeShard asks every queue's Native, even after a busy one: those after
+// it must count themselves in the DrainGroup, or the stop waits for its
+// timeout.
 func TestNativeShardAsksEveryNative(t *testing.T) {
 	now := time.Now()
 	w := shard.NewWheel(now, time.Millisecond, 64)

@@ -25,9 +25,9 @@ type Source interface {
 }
 
 // Stopper is told when the shard is asked to stop. Drain stops taking new work
-// (close listeners, finish responses in flight); the shard keeps looping until
-// every Stopper is Drained or the stop deadline passes, then calls Close, which
-// must release everything at once.
+// (close listeners, finish responses in flight); the shard keeps looping, asking
+// every Stopper whether it is Drained each iteration, until all are or the stop
+// deadline passes, then calls Close, which must release everything at once.
 type Stopper interface {
 	Drain(now time.Time)
 	Drained() bool
@@ -417,11 +417,13 @@ func (s *Shard) readInbox(now time.Time) {
 // stopped reports whether the shard may exit: every Stopper has drained, or the
 // stop deadline passed (then everything is force-closed).
 func (s *Shard) stopped(now time.Time) bool {
+	// Every stopper is asked, not only up to the first that is not drained:
+	// a stopper may wait on the others (the native shards of one interface
+	// finish their drain together), which it learns only when they are asked.
 	drained := true
 	for _, st := range s.stoppers {
 		if !st.Drained() {
 			drained = false
-			break
 		}
 	}
 	if !drained && now.Before(s.stopBy) {

@@ -289,3 +289,46 @@ func waitIntr(s *Shard) (int, bool, error) {
 		}
 	}
 }
+
+// waiter is drained only once its peer has been asked whether it is: a
+// stopper that waits on another, as the native shards of one interface do.
+type waiter struct {
+	peer   *asked
+	closed chan int
+}
+
+type asked struct{ n int }
+
+func (w *waiter) Drain(time.Time) {}
+func (w *waiter) Drained() bool   { return w.peer.n > 0 }
+func (w *waiter) Close()          { w.closed <- w.peer.n }
+
+func (a *asked) Drain(time.Time) {}
+func (a *asked) Drained() bool   { a.n++; return true }
+func (a *asked) Close()          {}
+
+// Every stopper is asked each iteration, so one that waits on a later one
+// still drains (before, the loop stopped at the first undrained stopper and
+// the later one was never asked until the stop deadline).
+func TestStopAsksEveryStopper(t *testing.T) {
+	closed := make(chan int, 1)
+	g, err := Start(Config{CPUs: testCPUs(t, 1), StopTimeout: time.Hour}, func(s *Shard) error {
+		a := &asked{}
+		s.AddStopper(&waiter{peer: a, closed: closed})
+		s.AddStopper(a)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Stop()
+	select {
+	case n := <-closed:
+		if n == 0 {
+			t.Fatal("closed with the later stopper never asked")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the shard did not finish draining: the later stopper was never asked")
+	}
+	g.Wait()
+}
