@@ -49,6 +49,12 @@ type ProgramConfig struct {
 	Ports     []uint16   // local TCP ports to steer at start (listen ports)
 	MaxQueues int        // XSKMAP entries [64]
 	MaxPorts  int        // port map entries [1024]
+
+	// AllTCP steers every TCP segment to IP, whatever its port, so the
+	// stack answers a closed port with a RST as a host does (RFC 9293
+	// §3.10.7.1). Only for an address no kernel interface holds: the
+	// kernel would lose its own connections on it.
+	AllTCP bool
 }
 
 // Program is the XDP program that steers percore's frames to the AF_XDP
@@ -59,7 +65,8 @@ type ProgramConfig struct {
 //	config array   [0] = our IPv4 (network order)
 //
 // It redirects ARP whose target is our IP, and IPv4 ICMP and TCP (to a port in
-// ports, or any non-first fragment) to our IP; everything else is XDP_PASS.
+// ports, or any non-first fragment; any TCP with AllTCP) to our IP;
+// everything else is XDP_PASS.
 // A frame that should be redirected but has no socket on its queue is passed
 // to the kernel too (bpf_redirect_map's fallback action), so an unbound queue
 // never black-holes traffic.
@@ -121,7 +128,7 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 		Name:         "percore_steer",
 		Type:         ebpf.XDP,
 		License:      "Dual BSD/GPL",
-		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD()),
+		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD(), c.AllTCP),
 	}); err != nil {
 		return nil, bpfErr("load xdp program", err)
 	}
@@ -136,13 +143,14 @@ func be16(v uint16) int32 {
 
 // steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
 // data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
-// bounds check against data_end, as the verifier demands.
-func steerInsns(xsks, ports, config int) asm.Instructions {
+// bounds check against data_end, as the verifier demands. With allTCP the
+// port lookup is left out (the verifier refuses unreachable code).
+func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 	const (
 		ethLen  = 14
 		ipv4Min = 20
 	)
-	return asm.Instructions{
+	head := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 
 		// r9 = config[0] (our IP); unset -> pass.
@@ -185,7 +193,8 @@ func steerInsns(xsks, ports, config int) asm.Instructions {
 		asm.LoadMem(asm.R4, asm.R7, ethLen+6, asm.Half),
 		asm.And.Imm(asm.R4, be16(0x1fff)),
 		asm.JNE.Imm(asm.R4, 0, "redirect"),
-
+	}
+	portCheck := asm.Instructions{
 		// TCP destination port at ethLen + IHL*4 + 2 must be in ports.
 		asm.LSh.Imm(asm.R3, 2),
 		asm.Mov.Reg(asm.R2, asm.R7),
@@ -201,7 +210,11 @@ func steerInsns(xsks, ports, config int) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
 		asm.Ja.Label("redirect"),
-
+	}
+	if allTCP {
+		portCheck = asm.Instructions{asm.Ja.Label("redirect")}
+	}
+	tail := asm.Instructions{
 		// ARP for IPv4 over Ethernet whose target protocol address is ours.
 		asm.Mov.Reg(asm.R2, asm.R7).WithSymbol("arp"),
 		asm.Add.Imm(asm.R2, ethLen+28),
@@ -221,6 +234,7 @@ func steerInsns(xsks, ports, config int) asm.Instructions {
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 		asm.Return(),
 	}
+	return append(append(head, portCheck...), tail...)
 }
 
 // SetIP changes the IPv4 address the program steers.

@@ -104,36 +104,7 @@ func TestProgramSteers(t *testing.T) {
 			t.Errorf("%s: action %d, want %d", c.name, act, want)
 		}
 	}
-	// Seeded mutations of good frames agree with a Go model of the rules.
-	rng := rand.New(rand.NewPCG(3, 4))
-	seeds := [][]byte{arpRequest(t, peerIP, ourIP), icmpEcho(t, peerIP, ourIP, 1, 1), tcpSYN(t, peerIP, ourIP, 1, 80), progCases(t)[9].frame}
-	hot := []int{12, 13, 14, 16, 17, 20, 21, 23, 30, 33, 38, 41, 36, 37, 40}
-	vals := []byte{0, 1, 4, 5, 6, 8, 0x45, 0x46, 0x50, 0x06, 0x08, 0x86, 0xdd, 0x20, 0xff, 198, 18}
-	steered := 0
-	for i := 0; i < 3000; i++ {
-		f := append([]byte(nil), seeds[rng.IntN(len(seeds))]...)
-		for k := rng.IntN(3); k > 0; k-- {
-			if o := hot[rng.IntN(len(hot))]; o < len(f) {
-				f[o] = vals[rng.IntN(len(vals))]
-			}
-		}
-		if rng.IntN(4) == 0 {
-			f = f[:14+rng.IntN(len(f)-13)]
-		}
-		act, err := p.Run(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := steerModel(f, ourIP.As4(), 80); (act == xdpRedirect) != want || (act != xdpRedirect && act != xdpPass) {
-			t.Fatalf("frame % x: action %d, model says steer=%v", f, act, want)
-		}
-		if act == xdpRedirect {
-			steered++
-		}
-	}
-	if steered < 300 || steered > 2700 {
-		t.Errorf("mutations steered %d of 3000: the mix does not exercise both outcomes", steered)
-	}
+	checkMutations(t, p, false)
 
 	// Ports are live: remove 80, add 81.
 	if err := p.RemovePort(80); err != nil {
@@ -165,8 +136,72 @@ func TestProgramSteers(t *testing.T) {
 	}
 }
 
+// checkMutations runs seeded mutations of good frames through p and checks
+// each action against a Go model of the rules.
+func checkMutations(t *testing.T, p *Program, allTCP bool) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	seeds := [][]byte{arpRequest(t, peerIP, ourIP), icmpEcho(t, peerIP, ourIP, 1, 1), tcpSYN(t, peerIP, ourIP, 1, 80), progCases(t)[9].frame}
+	hot := []int{12, 13, 14, 16, 17, 20, 21, 23, 30, 33, 38, 41, 36, 37, 40}
+	vals := []byte{0, 1, 4, 5, 6, 8, 0x45, 0x46, 0x50, 0x06, 0x08, 0x86, 0xdd, 0x20, 0xff, 198, 18}
+	steered := 0
+	for i := 0; i < 3000; i++ {
+		f := append([]byte(nil), seeds[rng.IntN(len(seeds))]...)
+		for k := rng.IntN(3); k > 0; k-- {
+			if o := hot[rng.IntN(len(hot))]; o < len(f) {
+				f[o] = vals[rng.IntN(len(vals))]
+			}
+		}
+		if rng.IntN(4) == 0 {
+			f = f[:14+rng.IntN(len(f)-13)]
+		}
+		act, err := p.Run(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := steerModel(f, ourIP.As4(), 80, allTCP); (act == xdpRedirect) != want || (act != xdpRedirect && act != xdpPass) {
+			t.Fatalf("frame % x: action %d, model says steer=%v", f, act, want)
+		}
+		if act == xdpRedirect {
+			steered++
+		}
+	}
+	if steered < 300 || steered > 2700 {
+		t.Errorf("mutations steered %d of 3000: the mix does not exercise both outcomes", steered)
+	}
+}
+
+func TestProgramAllTCP(t *testing.T) {
+	s := labSocket(t, "pz")
+	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}, AllTCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Register(s); err != nil {
+		t.Fatal(err)
+	}
+	// Every TCP segment to our IP is ours, whatever its port or length;
+	// the rest of the rules stand.
+	allTCP := map[string]bool{"tcp to other port": true, "tcp ports truncated": true}
+	for _, c := range progCases(t) {
+		act, err := p.Run(c.frame)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := uint32(xdpPass)
+		if c.ours || allTCP[c.name] {
+			want = xdpRedirect
+		}
+		if act != want {
+			t.Errorf("%s: action %d, want %d", c.name, act, want)
+		}
+	}
+	checkMutations(t, p, true)
+}
+
 // steerModel is the program's rules written plainly in Go.
-func steerModel(f []byte, ip [4]byte, port uint16) bool {
+func steerModel(f []byte, ip [4]byte, port uint16, allTCP bool) bool {
 	be := binary.BigEndian
 	if len(f) < 14 {
 		return false
@@ -182,7 +217,7 @@ func steerModel(f []byte, ip [4]byte, port uint16) bool {
 		case 1:
 			return true
 		case 6:
-			if be.Uint16(f[20:])&0x1fff != 0 {
+			if allTCP || be.Uint16(f[20:])&0x1fff != 0 {
 				return true
 			}
 			l4 := 14 + int(f[14]&0xf)*4

@@ -39,6 +39,13 @@ type Config struct {
 	Ports          []uint16
 	PortLo, PortHi uint16
 
+	// OwnsAddr steers every TCP segment to Addr, whatever its port, so a
+	// closed port answers a SYN with a RST as a host does (RFC 9293
+	// §3.10.7.1) instead of the kernel, which has no such address, staying
+	// silent. Never with a client port range. [nil: true for a server when
+	// no kernel interface holds Addr]
+	OwnsAddr *bool
+
 	// Logf gets the line that says which queues each shard owns, and
 	// each queue's line that says how its socket bound (copy or zero-copy
 	// mode); nil: none.
@@ -68,6 +75,7 @@ type Device struct {
 	indir *indirState // the table to put back; nil: untouched
 
 	fellBack bool // RSSAuto found no table it could program
+	allTCP   bool // every TCP port of the address is ours (Config.OwnsAddr)
 }
 
 // Open checks the interface and attaches the steering program to it, inside
@@ -163,8 +171,8 @@ func (d *Device) Owned(i int) []int { return d.own[i] }
 // there are no more queues than shards).
 func (d *Device) RSS() RSS { return d.rss }
 
-// Layout is the start-up line: the queue and shard counts, the strategy and
-// which queues each shard owns.
+// Layout is the start-up line: the queue and shard counts, the strategy,
+// which queues each shard owns and who answers the address's closed ports.
 func (d *Device) Layout() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "native: %s: %d rx queues, %d shards: ", d.cfg.Iface, d.rxq, len(d.own))
@@ -190,6 +198,11 @@ func (d *Device) Layout() string {
 			}
 			b.WriteString(strconv.Itoa(q))
 		}
+	}
+	if d.allTCP {
+		b.WriteString("; closed ports answered with RST")
+	} else {
+		b.WriteString("; closed ports left to the kernel")
 	}
 	return b.String()
 }
@@ -223,6 +236,11 @@ func (d *Device) check() error {
 	if c.PortLo != 0 {
 		return kernelFree(c.Addr)
 	}
+	if c.OwnsAddr != nil {
+		d.allTCP = *c.OwnsAddr
+	} else {
+		d.allTCP = kernelFree(c.Addr) == nil
+	}
 	return nil
 }
 
@@ -240,6 +258,7 @@ func (d *Device) attach() error {
 		Ports:     c.Ports,
 		MaxQueues: max(64, d.rxq),
 		MaxPorts:  max(1024, len(c.Ports)+span),
+		AllTCP:    d.allTCP,
 	})
 	if err != nil {
 		return err

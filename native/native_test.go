@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,20 @@ func TestOpenChecks(t *testing.T) {
 	}
 	if d.MTU() != 1500 || d.MAC() != netstack.MAC(pair.ClientMAC) {
 		t.Errorf("MTU %d, MAC %v; want 1500, %v", d.MTU(), d.MAC(), pair.ClientMAC)
+	}
+	if d.allTCP {
+		t.Error("a client port range took every TCP port of its address")
+	}
+	if err := d.Close(); err != nil {
+		t.Error(err)
+	}
+	// A server on an address the kernel holds leaves the kernel its other ports.
+	d, err = Open(Config{Iface: pair.ClientIf, Netns: pair.ClientNS.Name, Addr: pair.ClientIP, Ports: []uint16{8080}})
+	if err != nil {
+		t.Fatalf("Open a server on a kernel address: %v", err)
+	}
+	if d.allTCP || !strings.Contains(d.Layout(), "closed ports left to the kernel") {
+		t.Errorf("server on a kernel address: allTCP %v, layout %q", d.allTCP, d.Layout())
 	}
 	if err := d.Close(); err != nil {
 		t.Error(err)
@@ -186,6 +201,21 @@ func TestQueueOnShard(t *testing.T) {
 	}
 	exchange("hello")
 	exchange("again")
+	// The address is ours alone: a closed port answers the SYN with a RST.
+	if !strings.Contains(d.Layout(), "closed ports answered with RST") {
+		t.Errorf("layout %q does not say closed ports get a RST", d.Layout())
+	}
+	err = pair.ClientNS.Do(func() error {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(pair.ServerIP, 8081).String(), 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, unix.ECONNREFUSED) {
+		t.Errorf("dial a closed port: %v, want connection refused", err)
+	}
+	exchange("still")
 	// The shard started with nothing to do and no timer: it slept until
 	// the client's first frame (ARP, then the SYN) woke it through the socket.
 	r := g.Stats()[0]

@@ -5,16 +5,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -275,6 +278,16 @@ func TestNativeTimeoutsResetsAndLog(t *testing.T) {
 	rst.Close()
 	// Another connection is not disturbed.
 	nt.checkFile(nt.httpClient(false), "m1.bin")
+	// The lab's server address is ours alone: a closed port is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c, err := nt.dial.DialContext(ctx, "tcp4", netip.AddrPortFrom(nt.Addr.Addr(), 10002).String())
+	cancel()
+	if err == nil {
+		c.Close()
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial a closed port: %v, want connection refused", err)
+	}
 
 	expectClosed(t, slow, slowBR)
 	expectClosed(t, idle, idleBR)
