@@ -5,9 +5,9 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// rxQueues returns how many rx queues the interface has active, as ethtool
+// RxQueues returns how many rx queues the interface has active, as ethtool
 // channels report (combined + rx), else as netlink reports allocated.
-func rxQueues(ifindex int) (int, error) {
+func RxQueues(ifindex int) (int, error) {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
 		return 0, err

@@ -84,7 +84,7 @@ func Open(c Config) (*Socket, error) {
 	if err != nil {
 		return nil, ifaceError(c.Interface, err)
 	}
-	if n, err := rxQueues(ifi.Index); err == nil && c.Queue >= n {
+	if n, err := RxQueues(ifi.Index); err == nil && c.Queue >= n {
 		return nil, queueError(c.Interface, c.Queue, n)
 	}
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -225,7 +225,7 @@ func (s *Socket) bind(c Config) error {
 	}
 	if err2 := try(unix.XDP_COPY); err2 != nil {
 		if errors.Is(err2, unix.EINVAL) {
-			if n, qerr := rxQueues(s.ifindex); qerr == nil && c.Queue >= n {
+			if n, qerr := RxQueues(s.ifindex); qerr == nil && c.Queue >= n {
 				return queueError(c.Interface, c.Queue, n)
 			}
 		}

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/safchain/ethtool"
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"percore/afxdp"
@@ -225,7 +223,7 @@ func (d *Device) check() error {
 	if d.mtu < minMTU {
 		return fmt.Errorf("native: %w: %s has %d, the stack needs %d", ErrMTU, c.Iface, d.mtu, minMTU)
 	}
-	nq, err := rxQueues(c.Iface)
+	nq, err := afxdp.RxQueues(ifi.Index)
 	if err != nil {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
 	}
@@ -292,22 +290,6 @@ func kernelFree(a netip.Addr) error {
 		}
 	}
 	return nil
-}
-
-// rxQueues is the interface's active rx queue count, as ethtool channels
-// report it (combined + rx), else as netlink reports allocated.
-func rxQueues(iface string) (int, error) {
-	l, err := netlink.LinkByName(iface)
-	if err != nil {
-		return 0, err
-	}
-	if e, err := ethtool.NewEthtool(); err == nil {
-		defer e.Close()
-		if ch, err := e.GetChannels(iface); err == nil && ch.CombinedCount+ch.RxCount > 0 {
-			return int(ch.CombinedCount + ch.RxCount), nil
-		}
-	}
-	return l.Attrs().NumRxQueues, nil
 }
 
 // inNetns runs fn on a fresh locked thread inside the device's namespace;

@@ -46,7 +46,7 @@ type QueueStats struct {
 // shard stops, after what runs on it has finished with the stack.
 type Queue struct {
 	sock   *afxdp.Socket
-	link   countingLink
+	link   *netstack.AFXDPLink
 	stack  *netstack.Stack
 	app    App
 	wheel  *shard.Wheel
@@ -76,24 +76,6 @@ const defaultMaxConns = 4096
 // the frames left carry the established connections' data and ACKs; a
 // dropped SYN is sent again by the client.
 const lowFraction = 8
-
-// countingLink is the AFXDPLink the stack runs over, counting the frames
-// each Poll moves (the shard stays busy while they move).
-type countingLink struct {
-	*netstack.AFXDPLink
-	moved uint64
-}
-
-func (l *countingLink) RxBatch(fs []netstack.Frame) int {
-	n := l.AFXDPLink.RxBatch(fs)
-	l.moved += uint64(n)
-	return n
-}
-
-func (l *countingLink) TxSubmit(fs []netstack.Frame) {
-	l.moved += uint64(len(fs))
-	l.AFXDPLink.TxSubmit(fs)
-}
 
 // NewQueue opens the socket of rx queue id, registers it with the device's
 // program and builds the stack on it with TCP on. Call it on the thread that
@@ -134,7 +116,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
-	q.link.AFXDPLink = link
+	q.link = link
 	q.low = q.size.Frames / 2 / lowFraction
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
@@ -181,9 +163,10 @@ func (q *Queue) Poll(now time.Time) bool {
 		q.stats.FramesShort++
 	}
 	q.stack.ShedSYNs(short)
-	moved := q.link.moved
-	next := q.stack.Poll(now, &q.link)
-	busy := q.link.moved != moved || q.sock.TxOutstanding() > 0
+	rx, tx := q.stack.Frames()
+	next := q.stack.Poll(now, q.link)
+	rx2, tx2 := q.stack.Frames()
+	busy := rx2 != rx || tx2 != tx || q.sock.TxOutstanding() > 0
 	if q.app != nil && q.app.After(now) {
 		busy = true
 	}
@@ -218,7 +201,7 @@ func (q *Queue) Stack() *netstack.Stack { return q.stack }
 
 // Link is the link the stack runs over: pass it to the stack's calls that
 // take one (AbortTCP).
-func (q *Queue) Link() netstack.Link { return &q.link }
+func (q *Queue) Link() netstack.Link { return q.link }
 
 // Socket is the queue's AF_XDP socket.
 func (q *Queue) Socket() *afxdp.Socket { return q.sock }
@@ -249,7 +232,7 @@ func (q *Queue) Close() {
 		q.wheel.Stop(&q.next)
 	}
 	q.link.Flush()
-	q.stack.Close(&q.link)
+	q.stack.Close(q.link)
 	q.xsk, _ = q.sock.Stats()
 	q.sock.Close()
 }
