@@ -35,17 +35,9 @@ func addHTTP(r *shard.Report, h httpd.Stats) {
 // Report implements shard.Reporter: the counters of every queue's Native
 // summed by name, so the shard reports each name once, as with one queue.
 func (ns *NativeShard) Report(r *shard.Report) {
-	idx := map[string]int{}
-	for _, n := range ns.natives {
-		var one shard.Report
-		n.Report(&one)
-		for _, c := range one.Counters {
-			if i, ok := idx[c.Name]; ok {
-				r.Counters[i].Value += c.Value
-				continue
-			}
-			idx[c.Name] = len(r.Counters)
-			r.Counters = append(r.Counters, c)
-		}
+	parts := make([]shard.Report, len(ns.natives))
+	for i, n := range ns.natives {
+		n.Report(&parts[i])
 	}
+	r.Counters = append(r.Counters, shard.Merge(parts).Counters...)
 }
