@@ -72,6 +72,8 @@ type Device struct {
 	own   [][]int     // the rx queues of each shard
 	indir *indirState // the table to put back; nil: untouched
 
+	frags *fragRouter // ICMP "fragmentation needed" between the queues' stacks; nil with one queue
+
 	fellBack bool // RSSAuto found no table it could program
 	allTCP   bool // every TCP port of the address is ours (Config.OwnsAddr)
 }
@@ -122,6 +124,9 @@ func Open(cfg Config) (_ *Device, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if n := len(d.own); n > 1 || len(d.own[0]) > 1 {
+		d.frags = newFragRouter(d.rxq, d.own)
 	}
 	cfg.Logf("%s", d.Layout())
 	return d, nil

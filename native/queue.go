@@ -38,6 +38,8 @@ type App interface {
 type QueueStats struct {
 	Wakeups     uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
 	FramesShort uint64 `stat:"count"` // polls begun with few transmit frames free: new SYNs shed (tcp.syn_shed)
+	FragsIn     uint64 `stat:"count"` // ICMP "fragmentation needed" taken from other queues' stacks (their ip.icmp_forwarded)
+	FragsFull   uint64 `stat:"drop"`  // ... not passed to a queue whose mailbox was full
 }
 
 // Queue is one shard's native stack on its rx queue: the AF_XDP socket, the
@@ -53,7 +55,8 @@ type Queue struct {
 	next   shard.Timer // the stack's next deadline: only wakes the loop
 	stats  QueueStats
 	size   Sizing
-	low    int // free transmit frames under which new connections are shed
+	frags  *fragRouter // the device's; nil with one queue
+	low    int         // free transmit frames under which new connections are shed
 	closed bool
 	xsk    afxdp.Stats // the socket's numbers as it closed
 }
@@ -129,6 +132,11 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	}
 	tc.MSS = uint16(d.mtu - 40)
 	q.stack.EnableTCP(tc)
+	if q.frags = d.frags; q.frags != nil {
+		q.stack.ForwardFragNeeded(func(e netstack.FragNeeded) {
+			q.stats.FragsFull += uint64(q.frags.post(id, e))
+		})
+	}
 	return q, nil
 }
 
@@ -163,6 +171,9 @@ func (q *Queue) Poll(now time.Time) bool {
 		q.stats.FramesShort++
 	}
 	q.stack.ShedSYNs(short)
+	if q.frags != nil {
+		q.stats.FragsIn += uint64(q.frags.drain(q.sock.Queue(), now, q.stack, q.link))
+	}
 	rx, tx := q.stack.Frames()
 	next := q.stack.Poll(now, q.link)
 	rx2, tx2 := q.stack.Frames()

@@ -1,7 +1,7 @@
 package netstack
 
-// icmpInput answers echo requests (RFC 792, RFC 1122 3.2.2.6) and counts
-// everything else. ip is a checked packet for our address.
+// icmpInput answers echo requests (RFC 792, RFC 1122 3.2.2.6), takes
+// "fragmentation needed" to TCP (pmtu.go) and counts everything else. ip is a checked packet for our address.
 func (s *Stack) icmpInput(ip IPv4) {
 	m := ICMPv4(ip.Payload())
 	if !m.Valid() {
@@ -10,6 +10,11 @@ func (s *Stack) icmpInput(ip IPv4) {
 	}
 	if !s.cfg.TrustRxChecksums && !m.ChecksumOK() {
 		s.stats.ICMPBadChecksum++
+		return
+	}
+	if m.Type() == ICMPv4Unreachable && m.Code() == ICMPv4FragNeeded {
+		s.stats.ICMPFragNeeded++
+		s.fragNeeded(m)
 		return
 	}
 	if m.Type() != ICMPv4EchoRequest {

@@ -93,7 +93,8 @@ type Stack struct {
 
 	stats Stats
 
-	tcp *tcpLayer // nil until EnableTCP (tcp_stack.go)
+	tcp     *tcpLayer        // nil until EnableTCP (tcp_stack.go)
+	forward func(FragNeeded) // where messages for no connection of ours go (pmtu.go); nil: dropped
 }
 
 // NewStack checks cfg and builds a stack with all its memory allocated.

@@ -58,7 +58,12 @@ type Stats struct {
 	ICMPTruncated    uint64 `stat:"drop"`  // shorter than 8 bytes
 	ICMPBadChecksum  uint64 `stat:"drop"`  // checksum does not verify
 	ICMPEchoRequests uint64 `stat:"count"` // echo requests for us (each answered unless no tx frame)
+	ICMPFragNeeded   uint64 `stat:"count"` // "fragmentation needed" (RFC 1191), taken to TCP's path MTU discovery
 	ICMPOther        uint64 `stat:"count"` // other types: counted and ignored
+
+	// ICMP (annotations of ICMPFragNeeded)
+	ICMPBadQuote  uint64 `stat:"drop"`  // the quoted packet is not a TCP segment from our address
+	ICMPForwarded uint64 `stat:"count"` // for no connection here: handed to the forwarder (Stack.ForwardFragNeeded)
 
 	// ICMP (tx)
 	ICMPEchoReplies uint64 `stat:"count"` // replies built (sent, or parked for ARP)
@@ -111,7 +116,10 @@ func (s *Stats) Add(o *Stats) {
 	s.ICMPTruncated += o.ICMPTruncated
 	s.ICMPBadChecksum += o.ICMPBadChecksum
 	s.ICMPEchoRequests += o.ICMPEchoRequests
+	s.ICMPFragNeeded += o.ICMPFragNeeded
 	s.ICMPOther += o.ICMPOther
+	s.ICMPBadQuote += o.ICMPBadQuote
+	s.ICMPForwarded += o.ICMPForwarded
 	s.ICMPEchoReplies += o.ICMPEchoReplies
 	s.ICMPEchoTooBig += o.ICMPEchoTooBig
 	s.TxNoFrame += o.TxNoFrame
@@ -127,5 +135,5 @@ func (s *Stats) RxOutcomes() uint64 {
 		s.IPv4Truncated + s.IPv4BadVersion + s.IPv4BadHeaderLen + s.IPv4BadTotalLen +
 		s.IPv4BadChecksum + s.IPv4BadOptions + s.IPv4Fragments + s.IPv4BadSrc +
 		s.IPv4Broadcast + s.IPv4WrongDst + s.IPv4LinkBcast + s.IPv4UnknownProto + s.IPv4TCP + s.NoTCP +
-		s.ICMPTruncated + s.ICMPBadChecksum + s.ICMPEchoRequests + s.ICMPOther
+		s.ICMPTruncated + s.ICMPBadChecksum + s.ICMPEchoRequests + s.ICMPFragNeeded + s.ICMPOther
 }

@@ -167,6 +167,10 @@ type TCPStats struct {
 	SynCookiesBad             uint64 `stat:"count"` // ACK to a listener with no valid cookie: RST
 	SynCookiesNoOverflow      uint64 `stat:"count"` // ACK to a listener while no cookie can be valid (no recent backlog overflow): RST
 	MSSClamped                uint64 `stat:"count"` // peer MSS option below tcpMinSndMSS, raised to it
+	PMTUDecreases             uint64 `stat:"count"` // "fragmentation needed" that lowered a connection's MSS (RFC 1191)
+	PMTUOutOfWindow           uint64 `stat:"drop"`  // ... whose quoted sequence number is not in flight (RFC 5927 §5.2): ignored
+	PMTUIgnored               uint64 `stat:"count"` // ... for a connection in the handshake, or no lower than its MSS
+	PMTUNoConn                uint64 `stat:"drop"`  // ... for no connection of the shard's stacks
 	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
 	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 

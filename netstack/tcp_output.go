@@ -49,8 +49,8 @@ func (l *tcpLayer) emit(c *tcpConn, f *TCPFields, bufs [][]byte, off, n int) boo
 		l.sackBlocks(c, f)
 	}
 	hl := f.HeaderLen()
-	for hl+n > int(l.cfg.MSS)+TCPMinHeaderLen && f.NSACK > 0 {
-		// The segment must fit the MTU (MSS + 40): SACK blocks yield to data.
+	for hl+n > c.maxSegment(l.cfg.MSS) && f.NSACK > 0 {
+		// The segment must fit the MTU (MSS + 40), and the path's (pmtu.go): SACK blocks yield to data.
 		f.NSACK--
 		hl = f.HeaderLen()
 	}

@@ -28,10 +28,16 @@ const (
 	ICMPv4HeaderLen = 8
 )
 
-// ICMPv4 types the stack handles.
+// ICMPv4 types and codes the stack handles.
 const (
 	ICMPv4EchoReply   = 0
+	ICMPv4Unreachable = 3
 	ICMPv4EchoRequest = 8
+
+	// ICMPv4FragNeeded is the Destination Unreachable code "fragmentation
+	// needed and DF set" (RFC 792); RFC 1191 puts the next-hop MTU in the
+	// low 16 bits of the second word.
+	ICMPv4FragNeeded = 4
 )
 
 // ICMPv4 is a view over an ICMPv4 message (the IPv4 payload, so it ends at
@@ -58,6 +64,10 @@ func (m ICMPv4) Ident() uint16 { return binary.BigEndian.Uint16(m[icmpIdent:]) }
 
 // Seq returns the echo sequence number.
 func (m ICMPv4) Seq() uint16 { return binary.BigEndian.Uint16(m[icmpSeq:]) }
+
+// NextHopMTU returns the next-hop MTU of a "fragmentation needed" message
+// (RFC 1191 §4); 0 from a router that predates it.
+func (m ICMPv4) NextHopMTU() uint16 { return binary.BigEndian.Uint16(m[icmpSeq:]) }
 
 // Payload returns the data after the 8-byte header.
 func (m ICMPv4) Payload() []byte { return m[ICMPv4HeaderLen:] }
