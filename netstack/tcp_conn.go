@@ -236,40 +236,6 @@ func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.free = append(l.free, c)
 }
 
-// rcvBuffer is a receive buffer of the pool with its table of
-// out-of-order ranges, lent together.
-type rcvBuffer struct {
-	data []byte
-	ooo  []tcpRange
-}
-
-// rcvBuf lends c a receive buffer; false when the pool is empty.
-func (l *tcpLayer) rcvBuf(c *tcpConn) bool {
-	if c.rb != nil {
-		return true
-	}
-	if n := len(l.rbufs); n > 0 {
-		c.rb, c.ooo = l.rbufs[n-1].data, l.rbufs[n-1].ooo[:0]
-		l.rbufs = l.rbufs[:n-1]
-	} else if l.rbufsMade < l.cfg.RcvBufs {
-		c.rb = make([]byte, l.cfg.RcvBuf)
-		c.ooo = make([]tcpRange, 0, oooRanges(l.cfg.RcvBuf))
-		l.rbufsMade++
-	} else {
-		return false
-	}
-	c.rbHead = 0
-	return true
-}
-
-func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
-	if c.rb != nil {
-		l.rbufs = append(l.rbufs, rcvBuffer{c.rb, c.ooo[:0]})
-		c.rb = nil
-	}
-	c.ooo, c.nSACKHist = nil, 0
-}
-
 // The TIME-WAIT list, oldest first, so that a full table can recycle the
 // oldest TIME-WAIT connection instead of refusing a new one (Linux's
 // tcp_max_tw_buckets does the same by not keeping them at all).

@@ -189,7 +189,7 @@ func (l *tcpLayer) synArrived(c *tcpConn, s *inSeg) {
 // RFC 9293 3.10.7.4).
 func (l *tcpLayer) checkSeq(c *tcpConn, s *inSeg) bool {
 	wnd := uint32(0)
-	if edge := c.appSeq.add(uint32(l.cfg.RcvBuf)); edge.gt(c.rcvNxt) {
+	if edge := c.appSeq.add(l.rcvSpace(c)); edge.gt(c.rcvNxt) {
 		wnd = edge.diff(c.rcvNxt)
 	}
 	if tcpAcceptable(s.seq, s.len, c.rcvNxt, wnd) {

@@ -82,6 +82,11 @@ type TCPConfig struct {
 
 	CC CongestionControl // congestion control of every connection; default CUBIC
 
+	// Budget is the shard's memory budget that receive buffers are charged
+	// to, shared with the shard's other stacks and its apps; nil: none
+	// (tcp_mem.go says what pressure changes).
+	Budget *MemBudget
+
 	RTOInitial   time.Duration // default 1 s (RFC 6298 2.1)
 	RTOMin       time.Duration // default 200 ms (Linux; RFC 6298 says 1 s)
 	RTOMax       time.Duration // default 60 s
@@ -195,6 +200,13 @@ type TCPStats struct {
 	DupSegs         uint64 `stat:"count"` // segments entirely duplicate
 	AfterFinDrop    uint64 `stat:"drop"`  // text beyond the peer's FIN, ignored (RFC 9293 step seven)
 
+	// Memory pressure (tcp_mem.go)
+	MemWindowClamped uint64 `stat:"count"` // windows advertised smaller than the buffer allows: the budget is under pressure or frames are short
+	MemRcvBufRefused uint64 `stat:"drop"`  // receive buffers refused at the budget's limit: the segment was dropped (never SACKed)
+	MemRcvBufDropped uint64 `stat:"count"` // receive buffers given back to the budget instead of pooled, under pressure
+	MemSynCookies    uint64 `stat:"count"` // SYNs answered with a cookie under pressure, the backlog not full
+	MemSynShed       uint64 `stat:"drop"`  // SYNs dropped with the budget spent
+
 	RTOTimeouts      uint64 `stat:"count"`
 	RTOAborts        uint64 `stat:"count"` // Retries exhausted: RST
 	FastRetransmits  uint64 `stat:"count"`
@@ -222,6 +234,7 @@ type TCPStats struct {
 
 	Conns, SynRcvd, TimeWaits int `stat:"gauge"` // connections now: all, in SYN-RCVD, in TIME-WAIT
 	RcvBufsUsed               int `stat:"gauge"` // reassembly buffers lent to connections
+	RcvBufBytes               int `stat:"gauge"` // bytes of the reassembly buffers made, lent or pooled
 	TxRingsUsed               int `stat:"gauge"` // RACK transmit-time rings lent to connections with data in flight
 }
 
@@ -259,8 +272,13 @@ type tcpLayer struct {
 	nextPort  uint16
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
+	// Memory (tcp_mem.go): rbufs holds buffers of RcvBuf bytes.
+	rbufsSmall []rcvBuffer // free small receive buffers
+	rbufBytes  int         // of the buffers made, lent or pooled, with their range tables
+
 	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
 	shedSYNs      bool  // drop new SYNs: the link is short of frames (Stack.ShedSYNs)
+	framesShort   bool  // the link is short of frames: memory pressure (Stack.FramesShort)
 
 	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 

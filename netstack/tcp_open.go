@@ -58,7 +58,11 @@ func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
 		l.stats.TableFull++
 		return
 	}
-	if l.stats.SynRcvd >= l.cfg.SynBacklog {
+	ok, cookie := l.memSYN()
+	if !ok {
+		return
+	}
+	if cookie || l.stats.SynRcvd >= l.cfg.SynBacklog {
 		// Backlog full: answer statelessly (RFC 4987 §3.6). The cookie
 		// holds only the MSS, so the SYN-ACK offers no other option.
 		l.synOverflowAt = l.now

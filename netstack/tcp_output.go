@@ -11,8 +11,8 @@ import "time"
 // records the right edge, with receiver-side SWS avoidance (RFC 9293
 // 3.8.6.2.2): the right edge moves only in steps of min(RcvBuf/2, MSS).
 func (l *tcpLayer) rcvWindow(c *tcpConn, syn bool) uint16 {
-	w := uint32(l.cfg.RcvBuf)
-	edge := c.appSeq.add(w)
+	w := l.rcvSpace(c)
+	edge := l.clampEdge(c, c.appSeq.add(w)) // tcp_mem.go
 	step := min(w/2, uint32(l.cfg.MSS))
 	if c.rcvAdv.geq(c.rcvNxt) && c.rcvAdv.leq(edge) && edge.lt(c.rcvAdv.add(step)) {
 		edge = c.rcvAdv

@@ -27,8 +27,7 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 		l.noteDSACK(c, seq, c.rcvNxt)
 		p, seq = p[d:], c.rcvNxt
 	}
-	w := uint32(l.cfg.RcvBuf)
-	edge := c.appSeq.add(w)
+	edge := c.appSeq.add(l.rcvSpace(c))
 	if !seq.lt(edge) {
 		c.ackNow = true
 		return
@@ -44,8 +43,8 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 		// immediate ACK SHOULD be generated when an out-of-order segment
 		// arrives"), with SACK blocks.
 		c.ackNow = true
-		if !l.rcvBuf(c) {
-			l.stats.OOODrop++
+		if !l.rcvBuf(c, seq.add(uint32(len(p)))) || !seq.add(uint32(len(p))).leq(c.appSeq.add(uint32(len(c.rb)))) {
+			l.stats.OOODrop++ // the buffer always holds it (rcvBuf); the test only keeps copyIn in bounds
 			return
 		}
 		r := tcpRange{seq, seq.add(uint32(len(p)))}
@@ -81,7 +80,7 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 		c.appSeq = c.appSeq.add(uint32(n))
 		if n < len(p) {
 			rest := p[n:]
-			if !l.rcvBuf(c) {
+			if !l.rcvBuf(c, c.rcvNxt) {
 				// No buffer: take back what the app did not take,
 				// the peer will send it again.
 				l.stats.RcvBufEmpty += uint64(len(rest))
@@ -192,8 +191,9 @@ func (l *tcpLayer) deliver(c *tcpConn, update bool) {
 		c.app.PeerClosed(l.nowT)
 	}
 	if update {
-		step := min(uint32(l.cfg.RcvBuf)/2, uint32(l.cfg.MSS))
-		if c.rcvAdv.add(step).leq(c.appSeq.add(uint32(l.cfg.RcvBuf))) {
+		w := l.rcvSpace(c)
+		step := min(w/2, uint32(l.cfg.MSS))
+		if c.rcvAdv.add(step).leq(c.appSeq.add(w)) {
 			c.ackNow = true // window update
 		}
 	}

@@ -78,13 +78,24 @@ func (s *Stack) ShedSYNs(on bool) {
 	}
 }
 
+// FramesShort tells TCP whether the link runs short of frames: while it
+// does, TCP holds back as under memory pressure (TCPConfig.Budget): windows
+// open no further than a small buffer's worth and new SYNs get cookies, so
+// that peers send less until frames come back.
+func (s *Stack) FramesShort(on bool) {
+	if s.tcp != nil {
+		s.tcp.framesShort = on
+	}
+}
+
 // TCPStats returns the TCP layer's counters (zero when TCP is off).
 func (s *Stack) TCPStats() TCPStats {
 	if s.tcp == nil {
 		return TCPStats{}
 	}
 	st := s.tcp.stats
-	st.RcvBufsUsed = s.tcp.rbufsMade - len(s.tcp.rbufs)
+	st.RcvBufsUsed = s.tcp.rbufsMade - len(s.tcp.rbufs) - len(s.tcp.rbufsSmall)
+	st.RcvBufBytes = s.tcp.rbufBytes
 	st.TxRingsUsed = s.tcp.txMade - len(s.tcp.txRings)
 	return st
 }
