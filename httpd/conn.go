@@ -27,6 +27,7 @@ type Conn struct {
 
 	// input: bytes [r, w) of in are buffered and not yet consumed.
 	in    []byte
+	inMem int // bytes of in charged to the server's Memory
 	r, w  int
 	state parseState
 	h     head    // the request starting at r; offsets are relative to r
@@ -40,6 +41,7 @@ type Conn struct {
 	outHead  int
 	outBytes int
 	arenas   [2][]byte
+	arMem    [2]int // bytes of each arena charged to the server's Memory
 	arRefs   [2]int
 	cur      int8
 	rw       ResponseWriter
@@ -105,6 +107,7 @@ func (c *Conn) reset() {
 func (c *Conn) ReadBuf() []byte {
 	if c.in == nil {
 		c.in = c.srv.takeIn()
+		c.inMem = cap(c.in)
 	}
 	if c.closing {
 		c.r, c.w = 0, 0
@@ -121,9 +124,17 @@ func (c *Conn) ReadBuf() []byte {
 			// The request at r needs more room than the buffer has; limits on
 			// head and body size bound this growth.
 			n := min(max(2*len(c.in), inInitial), c.srv.site.maxIn)
+			if m := c.srv.mem; m != nil && !m.TryTake(n) {
+				// The shard's memory is spent: shed this request
+				// rather than let one connection starve the others.
+				c.srv.stats.MemoryShed++
+				c.fail(503)
+				return c.in
+			}
 			in := make([]byte, n)
 			copy(in, c.in[:c.w])
-			c.in = in
+			c.srv.give(c.inMem)
+			c.in, c.inMem = in, n
 		} else {
 			// Unreachable while the parser enforces its limits; if it ever is
 			// reached, answer rather than leave the connection hanging.
@@ -324,20 +335,24 @@ func (c *Conn) process() {
 // request takes one from the server (no allocation once warm).
 func (c *Conn) shed() {
 	if c.r == c.w && c.in != nil {
-		if cap(c.in) <= inRetain {
-			c.srv.ins = append(c.srv.ins, c.in[:cap(c.in)])
+		if cap(c.in) <= inRetain && c.srv.keep() {
+			c.srv.ins = append(c.srv.ins, c.in[:cap(c.in)]) // its charge with it
+		} else {
+			c.srv.give(c.inMem)
 		}
-		c.in, c.r, c.w = nil, 0, 0
+		c.in, c.inMem, c.r, c.w = nil, 0, 0, 0
 	}
 	if c.outBytes != 0 {
 		return
 	}
 	for i, a := range c.arenas {
 		if a != nil && c.arRefs[i] == 0 {
-			if cap(a) <= 4*arenaLimit {
+			if cap(a) <= 4*arenaLimit && c.srv.keep() {
 				c.srv.arenas = append(c.srv.arenas, a[:0])
+			} else {
+				c.srv.give(c.arMem[i])
 			}
-			c.arenas[i] = nil
+			c.arenas[i], c.arMem[i] = nil, 0
 		}
 	}
 }

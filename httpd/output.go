@@ -46,6 +46,7 @@ func (c *Conn) beginArena() ([]byte, int) {
 	}
 	if c.arenas[c.cur] == nil {
 		c.arenas[c.cur] = c.srv.takeArena()
+		c.arMem[c.cur] = cap(c.arenas[c.cur])
 	}
 	b := c.arenas[c.cur]
 	return b, len(b)
@@ -57,6 +58,9 @@ func (c *Conn) beginArena() ([]byte, int) {
 // bytes are never written again.
 func (c *Conn) endArena(b []byte, start int) {
 	c.arenas[c.cur] = b
+	if cap(b) != c.arMem[c.cur] {
+		c.srv.recharge(&c.arMem[c.cur], b) // append grew it
+	}
 	end := len(b)
 	if n := len(c.out); n > c.outHead && c.outAr[n-1] == c.cur && start > 0 {
 		last := c.out[n-1]

@@ -18,6 +18,7 @@ type Server struct {
 	arenas [][]byte // output arenas idle connections gave back
 	log    io.Writer
 	logBuf []byte
+	mem    Memory // nil: buffers charged to no budget (memory.go)
 }
 
 // Stats are one shard's HTTP counters. Each field's stat tag says what it
@@ -30,6 +31,7 @@ type Stats struct {
 	Timeouts   uint64    `stat:"count"` // connections closed by header, body or idle timeout
 	Panics     uint64    `stat:"error"` // handler panics, answered 500 and closed
 	LogDropped uint64    `stat:"error"` // access-log lines dropped for a full buffer, plus failed batch writes
+	MemoryShed uint64    `stat:"drop"`  // requests answered 503: their input outgrew its buffer with the memory budget spent
 }
 
 // Add merges o into s (for reports across shards).
@@ -42,6 +44,7 @@ func (s *Stats) Add(o Stats) {
 	s.Timeouts += o.Timeouts
 	s.Panics += o.Panics
 	s.LogDropped += o.LogDropped
+	s.MemoryShed += o.MemoryShed
 }
 
 const (
@@ -101,7 +104,8 @@ func (s *Server) NewConn(remote netip.AddrPort, now time.Time) *Conn {
 	return c
 }
 
-// takeIn lends an input buffer to a connection that has bytes coming.
+// takeIn lends an input buffer to a connection that has bytes coming; its
+// charge (Memory) comes with it.
 func (s *Server) takeIn() []byte {
 	if n := len(s.ins); n > 0 {
 		b := s.ins[n-1]
@@ -109,16 +113,23 @@ func (s *Server) takeIn() []byte {
 		s.ins = s.ins[:n-1]
 		return b
 	}
+	if s.mem != nil {
+		s.mem.Take(inInitial)
+	}
 	return make([]byte, inInitial)
 }
 
-// takeArena lends an output arena to a connection with a response to write.
+// takeArena lends an output arena to a connection with a response to write;
+// its charge comes with it.
 func (s *Server) takeArena() []byte {
 	if n := len(s.arenas); n > 0 {
 		b := s.arenas[n-1]
 		s.arenas[n-1] = nil
 		s.arenas = s.arenas[:n-1]
 		return b
+	}
+	if s.mem != nil {
+		s.mem.Take(arenaInitial)
 	}
 	return make([]byte, 0, arenaInitial)
 }
