@@ -145,6 +145,34 @@ func (p *tcpPeerFix) fix(frame []byte, seqAck bool) {
 	binary.BigEndian.PutUint16(seg[16:], FinishChecksum(ChecksumAdd(PseudoHeaderSum(ip.Src(), ip.Dst(), ProtoTCP, uint16(len(seg))), seg)))
 }
 
+// fixQuote makes an ICMP error's quoted TCP segment one the stack sent:
+// its sequence number the last byte sent to that port pair, and its
+// source our address (the ICMP checksum is fixed afterwards).
+func (p *tcpPeerFix) fixQuote(frame []byte) {
+	e := Ethernet(frame)
+	if !e.Valid() || e.Type() != EtherTypeIPv4 {
+		return
+	}
+	ip := IPv4(e.Payload())
+	if ip.Check() != IPv4OK || ip.Protocol() != ProtoICMP {
+		return
+	}
+	q := ICMPv4(ip[:ip.TotalLen()].Payload())
+	if !q.Valid() || len(q.Payload()) < IPv4MinHeaderLen+8 {
+		return
+	}
+	inner := IPv4(q.Payload())
+	if inner.HeaderLen() < IPv4MinHeaderLen || len(inner) < inner.HeaderLen()+8 {
+		return
+	}
+	us := ip.Dst()
+	copy(inner[ipSrc:], us[:])
+	t := TCP(inner[inner.HeaderLen():])
+	if st, ok := p.get([2]uint16{t.SrcPort(), t.DstPort()}); ok {
+		binary.BigEndian.PutUint32(t[tcpSeq:], st[0]-1)
+	}
+}
+
 func tcpSeedFrame(t testing.TB, flags uint8, seq, ack uint32, data string) []byte {
 	ipl := ipv4Layer(ipB, ipA, layers.IPProtocolTCP, ipOpts{flags: layers.IPv4DontFragment})
 	tl := &layers.TCP{SrcPort: 40000, DstPort: 80, Seq: seq, Ack: ack, Window: 65535,
@@ -161,7 +189,8 @@ func tcpSeedFrame(t testing.TB, flags uint8, seq, ack uint32, data string) []byt
 // FuzzStackTCP is FuzzStackInput with TCP on: a listener on port 80 whose
 // connections echo, and record flags that let the fuzzer play a peer
 // (bit 3: take seq/ack from the stack's last segment; bit 4: fix the TCP
-// checksum). The same invariants hold, every TCP segment sent carries a
+// checksum; bit 5: the link is short of frames; bit 6: an ICMP error quotes
+// the stack's last segment to its port pair). The same invariants hold, every TCP segment sent carries a
 // valid checksum, and replaying the input reaches zero allocations.
 func FuzzStackTCP(f *testing.F) {
 	syn := tcpSeedFrame(f, TCPFlagSYN, 1000, 0, "")
@@ -181,6 +210,17 @@ func FuzzStackTCP(f *testing.F) {
 	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(data, peer, 0), fuzzRecord(nil, 4, 30), fuzzRecord(rst, peer, 0)))
 	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(syn, 4, 20), fuzzRecord(nil, 4, 100)))
 	f.Add(cat(fuzzRecord(data, 16|4, 0), fuzzRecord(rst, 16|4, 0)))
+	// Path MTU: a "fragmentation needed" quoting the echo in flight; and
+	// data while the link is short of frames.
+	oursIP := ipv4Layer(ipA, ipB, layers.IPProtocolTCP, ipOpts{flags: layers.IPv4DontFragment})
+	oursTCP := &layers.TCP{SrcPort: 80, DstPort: 40000, Seq: 1, ACK: true, Window: 65535}
+	if err := oursTCP.SetNetworkLayerForChecksum(oursIP); err != nil {
+		f.Fatal(err)
+	}
+	ours := serialize(f, oursIP, oursTCP, gopacket.Payload("GET / HTTP/1.1\r\n\r\n"))
+	tooBig := fragNeededFrame(macA, IPv4(ours), 576)
+	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(ack, peer, 0), fuzzRecord(data, peer, 0), fuzzRecord(tooBig, 64|4|2, 1), fuzzRecord(ack, peer, 10)))
+	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(ack, peer, 0), fuzzRecord(data, peer|32, 0), fuzzRecord(data, peer|32, 1)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cfg := testConfig()
 		cfg.ARPCacheSize, cfg.PendingMax, cfg.Batch, cfg.MaxRxBatches = 8, 4, 8, 2
@@ -188,7 +228,8 @@ func FuzzStackTCP(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.EnableTCP(TCPConfig{MaxConns: 8, SynBacklog: 2, RcvBufs: 4, RcvBuf: 4096, Seed: 1})
+		// A budget of three buffers of the four: pressure, and refusals.
+		s.EnableTCP(TCPConfig{MaxConns: 8, SynBacklog: 2, RcvBufs: 4, RcvBuf: 4096, Seed: 1, Budget: NewMemBudget(3 * rcvBufBytes(4096))})
 		if err := s.ListenTCP(80, newFuzzEndpoint(8)); err != nil {
 			t.Fatal(err)
 		}
@@ -222,6 +263,10 @@ func FuzzStackTCP(f *testing.F) {
 				if flags&16 != 0 {
 					pf.fix(fr, flags&8 != 0)
 				}
+				if flags&64 != 0 {
+					pf.fixQuote(fr)
+				}
+				s.FramesShort(flags&32 != 0)
 				fixChecksums(fr, flags&1 != 0 || flags&16 != 0, flags&2 != 0)
 				link.Inject(fr)
 				if flags&4 != 0 || i == fuzzMaxFrames-1 || len(d) < 4 {

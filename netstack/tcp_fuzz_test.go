@@ -170,17 +170,17 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 			}
 		}
 		end := c.rcvDataEnd()
-		if end.lt(c.appSeq) || end.diff(c.appSeq) > uint32(l.cfg.RcvBuf) {
+		if end.lt(c.appSeq) || end.diff(c.appSeq) > l.rcvSpace(c) {
 			t.Fatalf("%v: appSeq %d rcvNxt %d", c.state, c.appSeq, c.rcvNxt)
 		}
 		if c.appSeq != end && c.rb == nil && c.state != tcpTimeWait {
 			t.Fatalf("%v: %d bytes held without a buffer", c.state, end.diff(c.appSeq))
 		}
-		if len(c.ooo) > 0 && cap(c.ooo) != oooRanges(l.cfg.RcvBuf) {
+		if len(c.ooo) > 0 && cap(c.ooo) != oooRanges(len(c.rb)) {
 			t.Fatalf("ooo table of %d ranges", cap(c.ooo))
 		}
 		for i, r := range c.ooo {
-			if !r.l.lt(r.r) || !r.l.gt(c.rcvNxt) || r.r.gt(c.appSeq.add(uint32(l.cfg.RcvBuf))) || c.rb == nil {
+			if !r.l.lt(r.r) || !r.l.gt(c.rcvNxt) || c.rb == nil || r.r.gt(c.appSeq.add(uint32(len(c.rb)))) {
 				t.Fatalf("%v: ooo range %v rcvNxt %d appSeq %d", c.state, r, c.rcvNxt, c.appSeq)
 			}
 			if i > 0 && !c.ooo[i-1].r.lt(r.l) {
@@ -220,8 +220,23 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 			t.Fatal("timer heap order broken")
 		}
 	}
-	if len(l.conns) > l.cfg.MaxConns || l.rbufsMade > l.cfg.RcvBufs || len(l.rbufs)+countRB(l) != l.rbufsMade {
-		t.Fatalf("pools: %d conns made, %d buffers made, %d free", len(l.conns), l.rbufsMade, len(l.rbufs))
+	if len(l.conns) > l.cfg.MaxConns || l.rbufsMade > l.cfg.RcvBufs || len(l.rbufs)+len(l.rbufsSmall)+countRB(l) != l.rbufsMade {
+		t.Fatalf("pools: %d conns made, %d buffers made, %d+%d free", len(l.conns), l.rbufsMade, len(l.rbufs), len(l.rbufsSmall))
+	}
+	bytes := 0
+	for _, b := range l.rbufs {
+		bytes += rcvBufBytes(len(b.data))
+	}
+	for _, b := range l.rbufsSmall {
+		bytes += rcvBufBytes(len(b.data))
+	}
+	for _, c := range l.conns {
+		if c.rb != nil {
+			bytes += rcvBufBytes(len(c.rb))
+		}
+	}
+	if b := l.cfg.Budget; bytes != l.rbufBytes || (b != nil && (b.Used() != bytes || b.Limit() > 0 && b.Used() > b.Limit())) {
+		t.Fatalf("buffers of %d bytes, counted %d, budget %+v", bytes, l.rbufBytes, l.cfg.Budget.Stats())
 	}
 	// A conn holds a RACK ring exactly while it has records.
 	lent := 0
