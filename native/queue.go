@@ -37,7 +37,7 @@ type App interface {
 // from them.
 type QueueStats struct {
 	Wakeups     uint64 `stat:"count"` // epoll events on the socket fd: a sleeping shard woken by received frames
-	FramesShort uint64 `stat:"count"` // polls begun with few transmit frames free: new SYNs shed (tcp.syn_shed)
+	FramesShort uint64 `stat:"count"` // polls begun with few frames free: new SYNs shed (tcp.syn_shed), windows held back (tcp.mem_window_clamped)
 	FragsIn     uint64 `stat:"count"` // ICMP "fragmentation needed" taken from other queues' stacks (their ip.icmp_forwarded)
 	FragsFull   uint64 `stat:"drop"`  // ... not passed to a queue whose mailbox was full
 }
@@ -55,8 +55,9 @@ type Queue struct {
 	next   shard.Timer // the stack's next deadline: only wakes the loop
 	stats  QueueStats
 	size   Sizing
-	frags  *fragRouter // the device's; nil with one queue
-	low    int         // free transmit frames under which new connections are shed
+	budget *netstack.MemBudget // the shard's, from QueueConfig.TCP.Budget; nil: none
+	frags  *fragRouter         // the device's; nil with one queue
+	low    int                 // free transmit frames under which new connections are shed
 	closed bool
 	xsk    afxdp.Stats // the socket's numbers as it closed
 }
@@ -132,6 +133,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	}
 	tc.MSS = uint16(d.mtu - 40)
 	q.stack.EnableTCP(tc)
+	q.budget = tc.Budget
 	if q.frags = d.frags; q.frags != nil {
 		q.stack.ForwardFragNeeded(func(e netstack.FragNeeded) {
 			q.stats.FragsFull += uint64(q.frags.post(id, e))
@@ -171,6 +173,7 @@ func (q *Queue) Poll(now time.Time) bool {
 		q.stats.FramesShort++
 	}
 	q.stack.ShedSYNs(short)
+	q.stack.FramesShort(short)
 	if q.frags != nil {
 		q.stats.FragsIn += uint64(q.frags.drain(q.sock.Queue(), now, q.stack, q.link))
 	}
@@ -200,11 +203,15 @@ func (q *Queue) Events(evs []shard.Event, now time.Time) { q.stats.Wakeups++ }
 // SYN backlog.
 func (q *Queue) Sizing() Sizing { return q.size }
 
-// Describe is the queue's start-up line: what it holds and the UMEM that
-// takes.
+// Describe is the queue's start-up line: what it holds, the UMEM that
+// takes, and the memory budget its buffers are charged to.
 func (q *Queue) Describe() string {
-	return fmt.Sprintf("queue %d: %d connections, %d frames (%d MiB UMEM), rings of %d, SYN backlog %d",
-		q.sock.Queue(), q.size.Conns, q.size.Frames, q.size.UMEMBytes(q.sock.FrameSize())>>20, q.size.Ring, q.size.SynBacklog)
+	mem := "no memory budget"
+	if q.budget != nil && q.budget.Limit() > 0 {
+		mem = fmt.Sprintf("memory budget %d MiB (the shard's)", q.budget.Limit()>>20)
+	}
+	return fmt.Sprintf("queue %d: %d connections, %d frames (%d MiB UMEM), rings of %d, SYN backlog %d, %s",
+		q.sock.Queue(), q.size.Conns, q.size.Frames, q.size.UMEMBytes(q.sock.FrameSize())>>20, q.size.Ring, q.size.SynBacklog, mem)
 }
 
 // Stack is the queue's userspace stack.

@@ -9,6 +9,7 @@ type Sizing struct {
 	Frames     int // UMEM frames, half receive and half transmit
 	Ring       int // entries of each AF_XDP ring: the fill ring holds every receive frame, the completion ring every transmit frame
 	SynBacklog int // SYN-RECEIVED entries before SYN cookies
+	Memory     int // bytes of buffers (TCP receive, httpd input and output) before backpressure: the default memory budget
 }
 
 // The bounds of SizeFor. Receive frames absorb what arrives between two
@@ -26,6 +27,18 @@ const (
 	maxBacklog = 1 << 15
 )
 
+// The memory budget's rule: a quarter of a 64 KiB receive window for each
+// connection, so that a quarter of them may hold a full window at once
+// (out-of-order data, or a request body in flight), the rest seeing their
+// windows held back; at least 32 MiB for small tables, and at most 512 MiB
+// so that a million connections on two shards stay within 1 GiB of
+// buffers.
+const (
+	memPerConn = 16 << 10
+	minMemory  = 32 << 20
+	maxMemory  = 512 << 20
+)
+
 // SizeFor sizes a queue for conns connections; frames, when not 0, is an
 // explicit UMEM frame count (a power of two) that overrides the rule.
 func SizeFor(conns, frames int) Sizing {
@@ -38,6 +51,7 @@ func SizeFor(conns, frames int) Sizing {
 	// room, cookies answer beyond it, and established connections keep
 	// the other half.
 	s.SynBacklog = min(max(conns/2, minBacklog), maxBacklog)
+	s.Memory = min(max(conns*memPerConn, minMemory), maxMemory)
 	return s
 }
 

@@ -37,6 +37,10 @@ type NativeConfig struct {
 	// sums their counters; nil: the Native is the shard's stopper and
 	// reporter itself.
 	Shard *NativeShard
+	// Memory is the shard's memory budget, the one its queues' TCP charges
+	// (netstack.TCPConfig.Budget): httpd's buffers are charged to it too.
+	// nil: none.
+	Memory *netstack.MemBudget
 }
 
 // NativeShard is the shard.Stopper and shard.Reporter of a shard that serves
@@ -115,6 +119,7 @@ type Native struct {
 	recheck shard.Timer // wakes the loop while waiting for the other shards
 	now     time.Time   // the latest time the shard gave us, for Close
 	stats   NativeStats
+	mem     *netstack.MemBudget // reported by the shard's first Native only: the queues share it
 }
 
 // nativeEndpoint is the netstack.TCPEndpoint of one listen port.
@@ -192,6 +197,12 @@ func NewNative(sh *shard.Shard, q *native.Queue, cfg NativeConfig, now time.Time
 		n.eps[i] = nativeEndpoint{n: n, port: p}
 		if err := n.stack.ListenTCP(p, &n.eps[i]); err != nil {
 			return nil, fmt.Errorf("native stack: listen on port %d: %w", p, err)
+		}
+	}
+	if cfg.Memory != nil {
+		n.srv.SetMemory(cfg.Memory)
+		if cfg.Shard == nil || len(cfg.Shard.natives) == 0 {
+			n.mem = cfg.Memory
 		}
 	}
 	if cfg.Shard != nil {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"percore/afxdp"
 	"percore/lab"
@@ -24,6 +26,8 @@ type NativeOptions struct {
 	Impair    *lab.ImpairSpec            // put the impairment bridge in the lab (--lab-impair)
 	Frames    int                        // UMEM frames per queue (a power of two); 0: native.SizeFor MaxConns
 	MaxConns  int                        // TCP connections per shard
+	Memory    int                        // memory budget in bytes, per shard or, with MemoryTotal, for all shards (--memory); 0: native.SizeFor's for MaxConns
+	MemTotal  bool                       // Memory is split evenly among the shards
 	RSS       native.RSS                 // how shards take more rx queues than shards (--rss)
 	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
 	LabPrefix string                     // lab name prefix (tests)
@@ -36,7 +40,7 @@ type NativeOptions struct {
 type nativeFlags struct {
 	fs                        *flag.FlagSet
 	iface, addr, mask, gw, xm string
-	impair, rss, cc           string
+	impair, rss, cc, memory   string
 	o                         *NativeOptions
 }
 
@@ -53,6 +57,7 @@ func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per queue (power of two; half receive, half transmit) (default: 2 per --max-connections, 4096 to 65536)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per queue; the UMEM frames, rings and SYN backlog follow it")
 	fs.StringVar(&f.cc, "tcp-cc", "cubic", "native: TCP congestion control, cubic (as Linux) or newreno")
+	fs.StringVar(&f.memory, "memory", "", "native: memory budget per shard for TCP receive and httpd buffers, e.g. 256M, or for all shards with /total, e.g. 2G/total; past 3/4 of it windows are held back and SYNs get cookies (default: 16K per --max-connections, 32M to 512M)")
 	return f
 }
 
@@ -61,7 +66,7 @@ func (f *nativeFlags) unused() error {
 	var bad string
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss", "tcp-cc":
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss", "tcp-cc", "memory":
 			if bad == "" {
 				bad = fl.Name
 			}
@@ -102,6 +107,11 @@ func (f *nativeFlags) check(o *Options) error {
 	if n.MaxConns < 1 || n.MaxConns > 1<<22 {
 		return fmt.Errorf("--max-connections %d: give 1 to 4194304", n.MaxConns)
 	}
+	if f.memory != "" {
+		if n.Memory, n.MemTotal, err = parseMemory(f.memory); err != nil {
+			return fmt.Errorf("--memory %q: %v; give a size such as 256M (per shard) or 2G/total", f.memory, err)
+		}
+	}
 	for _, p := range o.Ports {
 		if p == 0 {
 			return fmt.Errorf("--port 0: the native stack needs a fixed port such as 10000")
@@ -139,4 +149,23 @@ func (f *nativeFlags) check(o *Options) error {
 		}
 	}
 	return nil
+}
+
+// parseMemory reads a size in bytes with an optional K, M, G or T suffix
+// (powers of 1024, "KiB" and "KB" alike), per shard, or for all shards
+// with a trailing "/total" (Seastar's -m is the total).
+func parseMemory(v string) (n int, total bool, err error) {
+	v, total = strings.CutSuffix(v, "/total")
+	num := strings.TrimRight(v, "KMGTiBkmgtb")
+	unit := strings.ToUpper(v[len(num):])
+	shift := map[string]int{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+	s, ok := shift[unit]
+	x, perr := strconv.ParseUint(num, 10, 64)
+	switch {
+	case !ok || perr != nil:
+		return 0, false, fmt.Errorf("not a size")
+	case x == 0 || x > 1<<50>>s:
+		return 0, false, fmt.Errorf("out of range")
+	}
+	return int(x << s), total, nil
 }

@@ -38,6 +38,10 @@ func TestParseNativeFlags(t *testing.T) {
 	if err != nil || o.Native.CC != netstack.NewReno {
 		t.Fatalf("--tcp-cc newreno: %v %+v", err, o)
 	}
+	o, err = ParseFlags([]string{"--network-stack", "native", "--lab", "--memory", "2G/total"}, nil)
+	if err != nil || o.Native.Memory != 2<<30 || !o.Native.MemTotal {
+		t.Fatalf("--memory 2G/total: %v %+v", err, o.Native)
+	}
 	if o, _ := ParseFlags(nil, nil); o.StatsInterval != time.Second || o.PrometheusAddr != "" {
 		t.Fatalf("defaults: stats %v prometheus %q", o.StatsInterval, o.PrometheusAddr)
 	}
@@ -60,6 +64,9 @@ func TestParseNativeFlagErrors(t *testing.T) {
 		"--rss \"all\": use auto": append(native, "--lab", "--rss", "all"),
 		"--rss belongs":           {"--rss", "off"},
 		"--tcp-cc":                append(native, "--lab", "--tcp-cc", "bbr"),
+		"--memory \"lots\"":       append(native, "--lab", "--memory", "lots"),
+		"--memory \"0\"":          append(native, "--lab", "--memory", "0"),
+		"--memory belongs":        {"--memory", "1G"},
 		"belongs to the native s": {"--tcp-cc", "newreno"},
 		"belongs to the native":   {"--iface", "eth1"},
 		"serves one port":         {"--port", "80,81"},
@@ -92,5 +99,43 @@ func TestStatsLine(t *testing.T) {
 	want := "stats: 750 req/s, 5 open, 3 drops, 1 errors | s0 500 req/s 4 open 2 drops 0 errors | s1 250 req/s 1 open 1 drops 1 errors"
 	if got != want {
 		t.Fatalf("statsLine:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		n     int
+		total bool
+	}{{"1048576", 1 << 20, false}, {"256M", 256 << 20, false}, {"256MiB", 256 << 20, false}, {"64k", 64 << 10, false},
+		{"2G/total", 2 << 30, true}, {"1TB", 1 << 40, false}} {
+		n, total, err := parseMemory(tc.in)
+		if err != nil || n != tc.n || total != tc.total {
+			t.Errorf("parseMemory(%q) = %d, %v, %v; want %d, %v", tc.in, n, total, err, tc.n, tc.total)
+		}
+	}
+	for _, bad := range []string{"", "M", "-1M", "1.5G", "1X", "2G/all", "0", "99999999T"} {
+		if _, _, err := parseMemory(bad); err == nil {
+			t.Errorf("parseMemory(%q): no error", bad)
+		}
+	}
+}
+
+// A shard's budget: --memory per shard, a share of --memory/total, or the
+// sizing rule for each queue it owns.
+func TestShardMemory(t *testing.T) {
+	for _, tc := range []struct {
+		o              NativeOptions
+		shards, queues int
+		want           int
+	}{
+		{NativeOptions{Memory: 1 << 30}, 4, 1, 1 << 30},
+		{NativeOptions{Memory: 1 << 30, MemTotal: true}, 4, 1, 256 << 20},
+		{NativeOptions{MaxConns: 16384}, 2, 1, 256 << 20},
+		{NativeOptions{MaxConns: 16384}, 1, 2, 512 << 20},
+	} {
+		if got := shardMemory(&tc.o, tc.shards, tc.queues); got != tc.want {
+			t.Errorf("shardMemory(%+v, %d shards, %d queues) = %d, want %d", tc.o, tc.shards, tc.queues, got, tc.want)
+		}
 	}
 }

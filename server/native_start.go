@@ -108,9 +108,10 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			sh.AddStopper(ns)
 			sh.AddReporter(ns)
 		}
+		mem := netstack.NewMemBudget(shardMemory(no, len(cpus), len(run.dev.Owned(sh.ID))))
 		for _, id := range run.dev.Owned(sh.ID) {
 			// Each queue its own stack, so each its own seed.
-			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, CC: no.CC, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
+			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, CC: no.CC, Budget: mem, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
 			if no.tcp != nil {
 				no.tcp(&tcfg)
 			}
@@ -123,7 +124,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 				q.Close()
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
-			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns}
+			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns, Memory: mem}
 			if _, err := NewNative(sh, q, nc, time.Now()); err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
@@ -150,4 +151,17 @@ func reachHelp(s *Server, ports []int) string {
 		"  %s wrk -t1 -c64 -d10s %s\n"+
 		"  %s bash    # a shell in the client namespace\n",
 		l, ns, url, ns, url, ns)
+}
+
+// shardMemory is one shard's memory budget in bytes: --memory per shard, a
+// share of --memory/total, or by default what native.SizeFor gives each of
+// the shard's queues.
+func shardMemory(no *NativeOptions, shards, queues int) int {
+	switch {
+	case no.Memory > 0 && no.MemTotal:
+		return no.Memory / shards
+	case no.Memory > 0:
+		return no.Memory
+	}
+	return queues * native.SizeFor(no.MaxConns, no.Frames).Memory
 }
