@@ -55,6 +55,17 @@ func TestNativeLab(t *testing.T) {
 		}
 	})
 
+	t.Run("memory budget", func(t *testing.T) {
+		// The default for 16384 connections a queue, on each shard; httpd's
+		// buffers are charged to it, and stay charged while pooled.
+		if code, _, _ := get(t, nt.client, nt.url+"/"); code != 200 {
+			t.Fatalf("GET /: %d", code)
+		}
+		if lim, used := nt.total("mem.limit"), nt.total("mem.used"); lim != 2*256<<20 || used == 0 || used > lim {
+			t.Fatalf("mem.limit %d, mem.used %d", lim, used)
+		}
+	})
+
 	t.Run("new connections", func(t *testing.T) {
 		before := nt.total("native.accepted")
 		c := nt.httpClient(false)
