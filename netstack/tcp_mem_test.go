@@ -200,3 +200,22 @@ func BenchmarkTCPOOOFlood(b *testing.B) {
 		})
 	}
 }
+
+// Holding windows back costs no allocation: request/response exchanges
+// through two stacks while both are short of frames allocate nothing.
+func TestStackTCPPressureAllocs(t *testing.T) {
+	p := newStackPair(t, 1000)
+	p.a.FramesShort(true)
+	p.b.FramesShort(true)
+	allocs := testing.AllocsPerRun(100, func() {
+		for d := p.cl.done; p.cl.done == d; {
+			p.step()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per exchange under pressure", allocs)
+	}
+	if st := p.a.TCPStats(); st.MemWindowClamped == 0 {
+		t.Fatalf("no window held back: %+v", st)
+	}
+}
