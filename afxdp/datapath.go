@@ -21,8 +21,9 @@ func (s *Socket) valid(addr uint64, n uint32) bool {
 func (s *Socket) Receive(descs []Desc) int {
 	idx, got := s.rx.peek(uint32(len(descs)))
 	if got == 0 {
-		// A zero-copy driver may wait for a wakeup to refill.
-		if s.fill.needWakeup() {
+		// A zero-copy driver may wait for a wakeup to refill; a busy-polling
+		// socket runs the NAPI poll that fills the rx ring.
+		if s.busyPoll || s.fill.needWakeup() {
 			s.st.rxWakeups++
 			unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		}
@@ -157,7 +158,8 @@ func (s *Socket) Transmit(descs []Desc) int {
 const maxKicks = 64
 
 // Kick makes the kernel send what is on the tx ring. Zero-copy: one sendto,
-// only when the driver asked for a wakeup. Copy mode: the kernel sends only
+// only when the driver asked for a wakeup or, busy polling, when frames wait
+// on the tx ring. Copy mode: the kernel sends only
 // a limited number of frames per call (32 by default) and always wants the
 // call, so Kick keeps calling while frames are outstanding, at most maxKicks
 // times. EAGAIN, EBUSY and ENOBUFS are normal backpressure (reap completions
@@ -165,7 +167,8 @@ const maxKicks = 64
 // unexpected errno, for example ENETDOWN.
 func (s *Socket) Kick() error {
 	if s.zeroCopy {
-		if !s.tx.needWakeup() {
+		// A busy-polling socket's sendto runs the NAPI poll that sends.
+		if !s.tx.needWakeup() && !(s.busyPoll && s.tx.outstanding() > 0) {
 			return nil
 		}
 		return s.kick()
@@ -240,7 +243,7 @@ type Stats struct {
 	Kicks               uint64 `stat:"count"` // sendto calls
 	KickBusy            uint64 `stat:"count"` // EAGAIN/EBUSY/ENOBUFS answers (normal backpressure)
 	KickErrors          uint64 `stat:"error"` // other errors
-	RxWakeups           uint64 `stat:"count"` // recvfrom wakeups for the fill ring
+	RxWakeups           uint64 `stat:"count"` // recvfrom calls on an empty rx ring: fill-ring wakeups, busy polls
 	FreeFrames          int    `stat:"gauge"` // frames in the free list now
 	FillQueued          int    `stat:"gauge"` // frames on the fill ring, waiting for the kernel
 	RxQueued            int    `stat:"gauge"` // frames on the rx ring, waiting for Receive

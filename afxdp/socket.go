@@ -32,6 +32,7 @@ type Config struct {
 	RingSize    int      // entries of each of the four rings, a power of two [FrameCount]
 	Bind        BindMode // [BindAuto]
 	NoHugePages bool     // do not try MAP_HUGETLB
+	BusyPoll    BusyPoll // preferred busy polling [off]
 	// Logf gets the one line that says which mode the socket bound in
 	// [log.Printf]; set it to func(string, ...any){} to silence.
 	Logf func(format string, args ...any)
@@ -62,6 +63,7 @@ type Socket struct {
 
 	st       counters
 	lastBusy bool // the last kick got EBUSY or ENOBUFS
+	busyPoll bool // recvfrom and sendto run the queue's NAPI poll (BusyPoll)
 }
 
 // counters are the socket's own numbers, private to the owning shard.
@@ -189,6 +191,14 @@ func (s *Socket) setup(c Config) error {
 	// Copy mode sends at most this many frames per kick (32 unless the
 	// kernel lets us raise it, 6.16+); best effort.
 	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.RingSize)
+	if c.BusyPoll.On() {
+		// The socket works without it, only with an interrupt per batch.
+		if err := setBusyPoll(s.fd, c.BusyPoll, unix.SetsockoptInt); err != nil {
+			c.Logf("afxdp: %s queue %d: busy polling off: %v", c.Interface, c.Queue, err)
+		} else {
+			s.busyPoll = true
+		}
+	}
 
 	// Rx frames go to the fill ring, tx frames to the free list.
 	rxFrames := c.FrameCount - c.TxFrames

@@ -21,6 +21,11 @@
 # socket); k shards take the first k of them. Before each shard count k the
 # sweep sets `ethtool -L IFACE combined k` and points queue q's interrupt at
 # the CPU of shard q (unless SET_CHANNELS=0 / IRQ_AFFINITY=0).
+#
+# percore native busy-polls (--busy-poll $BUSY_POLL, 0: off): the shards'
+# system calls run the NIC queues' NAPI poll. For that the sweep sets IFACE's
+# napi_defer_hard_irqs to 2 and gro_flush_timeout to 200000 ns (DPDK's AF_XDP
+# guide's values) and puts the old values back on exit.
 set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
 
@@ -36,6 +41,9 @@ OUT=${OUT:-bench/out/baremetal.md}
 SVG=${SVG:-bench/out/baremetal.svg}
 SET_CHANNELS=${SET_CHANNELS:-1}
 IRQ_AFFINITY=${IRQ_AFFINITY:-1}
+BUSY_POLL=${BUSY_POLL:-64}
+NAPI_DEFER_HARD_IRQS=${NAPI_DEFER_HARD_IRQS:-2}
+GRO_FLUSH_TIMEOUT=${GRO_FLUSH_TIMEOUT:-200000}
 
 ((EUID == 0)) || { echo "baremetal-sweep: run as root (XDP, ethtool -L, IRQ affinity)" >&2; exit 2; }
 for tool in go ethtool nginx ssh scp; do
@@ -74,10 +82,29 @@ if pgrep -x irqbalance >/dev/null; then
 	exit 2
 fi
 
+# Everything changed here is put back on exit, however the sweep ends.
+tmp=$(mktemp -d /tmp/baremetal-sweep.XXXXXX)
+sysnet=/sys/class/net/$IFACE
+restore=("rm -rf $tmp")
+trap 'for c in "${restore[@]}"; do eval "$c" || true; done' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Preferred busy polling: the interrupt stays masked for NAPI_DEFER_HARD_IRQS
+# polls that find nothing, and the kernel polls the queue itself
+# GRO_FLUSH_TIMEOUT ns after the shard last did (so a sleeping shard still
+# gets its frames).
+if ((BUSY_POLL > 0)); then
+	for knob in napi_defer_hard_irqs gro_flush_timeout; do
+		restore+=("echo $(cat "$sysnet/$knob") >$sysnet/$knob")
+	done
+	echo "$NAPI_DEFER_HARD_IRQS" >"$sysnet/napi_defer_hard_irqs"
+	echo "$GRO_FLUSH_TIMEOUT" >"$sysnet/gro_flush_timeout"
+	echo "baremetal-sweep: busy polling, budget $BUSY_POLL: $IFACE napi_defer_hard_irqs $NAPI_DEFER_HARD_IRQS, gro_flush_timeout $GRO_FLUSH_TIMEOUT ns (restored on exit)" >&2
+fi
+
 # The client gets wreck (built here, same architecture assumed) and the wrk
 # pipelining script.
-tmp=$(mktemp -d /tmp/baremetal-sweep.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/wreck" ./cmd/wreck
 scp -q "$tmp/wreck" "$CLIENT:/tmp/percore-wreck"
 scp -q bench/wrk-pipeline.lua "$CLIENT:/tmp/wrk-pipeline.lua"
@@ -89,9 +116,9 @@ flags=(--iface "$IFACE" --host-ipv4-addr "$SERVER_IP" --cpuset "$CPUS" --smp "$S
 	--client-exec "ssh $CLIENT" --client-threads "$client_threads"
 	--client-wreck /tmp/percore-wreck --client-wrk-script /tmp/wrk-pipeline.lua
 	--rounds "$ROUNDS" --duration "$DURATION" --pipeline "$PIPELINE" --conn "$CONN"
-	--servers "$SERVERS" --out "$OUT" --svg "$SVG" --json "${OUT%.md}.json")
+	--servers "$SERVERS" --out "$OUT" --svg "$SVG" --json "${OUT%.md}.json" --busy-poll "$BUSY_POLL")
 ((SET_CHANNELS)) && flags+=(--set-channels)
 ((IRQ_AFFINITY)) && flags+=(--irq-affinity)
-# go run's child gets SIGINT/SIGTERM from the terminal's process group or
-# from us; it stops every server it started before it exits.
-exec go run ./cmd/bench sweep "${flags[@]}"
+# go run's child gets SIGINT from the terminal's process group; it stops
+# every server it started before it exits, and then the traps above restore.
+go run ./cmd/bench sweep "${flags[@]}"

@@ -31,6 +31,11 @@ type Config struct {
 	XDPMode afxdp.AttachMode // [afxdp.Native]
 	Frames  int              // UMEM frames per queue, a power of two [SizeFor each queue's MaxConns]
 
+	// BusyPoll is each queue's socket's preferred busy polling [off]; a
+	// kernel that refuses it leaves the socket polled by interrupts, with
+	// one line to Logf.
+	BusyPoll afxdp.BusyPoll
+
 	// The local TCP ports whose segments the XDP program steers to us: a
 	// server's listen ports, a client's source ports PortLo..PortHi, or
 	// both (PortLo 0: no range).

@@ -104,7 +104,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if tc.SynBacklog == 0 {
 		tc.SynBacklog = q.size.SynBacklog
 	}
-	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, Logf: logf}
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: logf}
 	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}

@@ -30,6 +30,7 @@ type NativeOptions struct {
 	MemTotal  bool                       // Memory is split evenly among the shards
 	RSS       native.RSS                 // how shards take more rx queues than shards (--rss)
 	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
+	BusyPoll  int                        // preferred busy polling's budget per NAPI poll; 0: off (--busy-poll)
 	LabPrefix string                     // lab name prefix (tests)
 	LabQueues int                        // rx queues of the lab's interfaces (tests) [one per shard]
 	tcp       func(*netstack.TCPConfig)  // tests: adjust TCP's limits and timers (nil: defaults)
@@ -56,6 +57,7 @@ func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
 	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per queue (power of two; half receive, half transmit) (default: 2 per --max-connections, 4096 to 65536)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per queue; the UMEM frames, rings and SYN backlog follow it")
+	fs.IntVar(&n.BusyPoll, "busy-poll", 0, "native: preferred busy polling with this budget of frames per NAPI poll, e.g. 64 (0: off): the shard's system calls run the NIC queue's poll instead of an interrupt per batch; set the interface's napi_defer_hard_irqs and gro_flush_timeout too (see the tuning guide)")
 	fs.StringVar(&f.cc, "tcp-cc", "cubic", "native: TCP congestion control, cubic (as Linux) or newreno")
 	fs.StringVar(&f.memory, "memory", "", "native: memory budget per shard for TCP receive and httpd buffers, e.g. 256M, or for all shards with /total, e.g. 2G/total; past 3/4 of it windows are held back and SYNs get cookies (default: 16K per --max-connections, 32M to 512M)")
 	return f
@@ -66,7 +68,7 @@ func (f *nativeFlags) unused() error {
 	var bad string
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss", "tcp-cc", "memory":
+		case "iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "xdp-mode", "lab", "lab-impair", "xdp-frames", "max-connections", "rss", "tcp-cc", "memory", "busy-poll":
 			if bad == "" {
 				bad = fl.Name
 			}
@@ -103,6 +105,9 @@ func (f *nativeFlags) check(o *Options) error {
 	}
 	if n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0 || n.Frames > 1<<20) {
 		return fmt.Errorf("--xdp-frames %d: give a power of two from 64 to 1048576", n.Frames)
+	}
+	if n.BusyPoll < 0 || n.BusyPoll > 65535 {
+		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)
 	}
 	if n.MaxConns < 1 || n.MaxConns > 1<<22 {
 		return fmt.Errorf("--max-connections %d: give 1 to 4194304", n.MaxConns)

@@ -14,13 +14,13 @@ import (
 func TestParseNativeFlags(t *testing.T) {
 	o, err := ParseFlags([]string{"--network-stack", "native", "--iface", "eth1", "--host-ipv4-addr", "198.18.0.1",
 		"--netmask-ipv4-addr", "255.255.0.0", "--gw-ipv4-addr", "198.18.0.254", "--xdp-mode", "generic", "--rss", "queues",
-		"--port", "80,8080", "--port", "9000", "--smp", "2", "--poll-mode", "--stats-interval", "2s", "--prometheus-port", "9180"}, nil)
+		"--port", "80,8080", "--port", "9000", "--smp", "2", "--poll-mode", "--stats-interval", "2s", "--prometheus-port", "9180", "--busy-poll", "64"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := o.Native
 	if n.Iface != "eth1" || n.Addr.String() != "198.18.0.1" || n.Netmask.String() != "255.255.0.0" ||
-		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.RSS != native.RSSQueues || n.CC != netstack.CUBIC {
+		n.Gateway.String() != "198.18.0.254" || n.XDPMode != afxdp.Generic || n.Lab || n.RSS != native.RSSQueues || n.CC != netstack.CUBIC || n.BusyPoll != 64 {
 		t.Fatalf("native options %+v", n)
 	}
 	if len(o.Ports) != 3 || o.Ports[0] != 80 || o.Ports[2] != 9000 || o.Port != 80 || o.StatsInterval != 2*time.Second ||
@@ -67,6 +67,8 @@ func TestParseNativeFlagErrors(t *testing.T) {
 		"--memory \"lots\"":       append(native, "--lab", "--memory", "lots"),
 		"--memory \"0\"":          append(native, "--lab", "--memory", "0"),
 		"--memory belongs":        {"--memory", "1G"},
+		"--busy-poll -1: give":    append(native, "--lab", "--busy-poll", "-1"),
+		"--busy-poll belongs":     {"--busy-poll", "64"},
 		"belongs to the native s": {"--tcp-cc", "newreno"},
 		"belongs to the native":   {"--iface", "eth1"},
 		"serves one port":         {"--port", "80,81"},

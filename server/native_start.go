@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"percore/afxdp"
 	"percore/httpd"
 	"percore/lab"
 	"percore/native"
@@ -78,6 +79,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	cfg := native.Config{
 		Iface: no.Iface, Addr: no.Addr, Netmask: no.Netmask, Gateway: no.Gateway,
 		Queues: len(cpus), RSS: no.RSS, XDPMode: no.XDPMode, Frames: no.Frames, Logf: no.Logf,
+		BusyPoll: afxdp.BusyPoll{Budget: no.BusyPoll},
 	}
 	for _, p := range o.Ports {
 		cfg.Ports = append(cfg.Ports, uint16(p))

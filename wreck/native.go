@@ -27,6 +27,8 @@ type NativeConfig struct {
 	XDPMode afxdp.AttachMode // (--xdp-mode)
 	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames)
 
+	BusyPoll int // preferred busy polling's budget per NAPI poll; 0: off (--busy-poll)
+
 	// Source ports: PortLo..PortHi in all, split into one contiguous range
 	// per shard (veth: a flow sent on tx queue q comes back on rx queue q,
 	// so any port works), or, with RSSKey, shared by all shards and kept by
@@ -65,6 +67,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		return err
 	})
 	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default 4096)")
+	fs.IntVar(&n.BusyPoll, "busy-poll", 0, "native: preferred busy polling with this `budget` of frames per NAPI poll, e.g. 64 (0: off)")
 	fs.Func("source-ports", "native: source port range `LO-HI`, split over the shards, or shared with --rss-key (default 32768-60999)", func(s string) error {
 		lo, hi, ok := strings.Cut(s, "-")
 		a, err1 := strconv.ParseUint(lo, 10, 16)
@@ -83,7 +86,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
-var nativeOnly = []string{"iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table"}
+var nativeOnly = []string{"iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table", "busy-poll"}
 
 // checkFlags reports a native-only flag given without --network-stack native.
 func (n *NativeConfig) checkFlags(fs *flag.FlagSet) error {
@@ -155,6 +158,8 @@ func (n *NativeConfig) validate(c *Config) error {
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
 	case n.RSSTable < 1:
 		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
+	case n.BusyPoll < 0 || n.BusyPoll > 65535:
+		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)
 	case n.Frames < 64 || n.Frames&(n.Frames-1) != 0:
 		return fmt.Errorf("--xdp-frames %d: want a power of two, at least 64", n.Frames)
 	}

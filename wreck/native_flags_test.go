@@ -12,7 +12,7 @@ func TestNativeFlags(t *testing.T) {
 	nat := []string{"--network-stack", "native", "--iface", "veth0", "--host-ipv4-addr", "198.18.0.3", "--server", "198.18.0.1:80"}
 	native := func(more ...string) []string { return append(slices.Clone(nat), more...) }
 
-	cfg, _, err := ParseFlags(native("--smp", "2", "--source-ports", "40000-40999", "--gw-ipv4-addr", "198.18.0.254"))
+	cfg, _, err := ParseFlags(native("--smp", "2", "--source-ports", "40000-40999", "--gw-ipv4-addr", "198.18.0.254", "--busy-poll", "64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestNativeFlags(t *testing.T) {
 	if !n.Enabled || n.Iface != "veth0" || n.Addr != netip.MustParseAddr("198.18.0.3") || n.Gateway != netip.MustParseAddr("198.18.0.254") {
 		t.Errorf("native config %+v", n)
 	}
-	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 4096 || n.RSSTable != 128 {
+	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 4096 || n.RSSTable != 128 || n.BusyPoll != 64 {
 		t.Errorf("defaults: netmask %v frames %d rss table %d", n.Netmask, n.Frames, n.RSSTable)
 	}
 	if lo, hi := n.shardPorts(0, 2); lo != 40000 || hi != 40499 {
@@ -55,6 +55,8 @@ func TestNativeFlags(t *testing.T) {
 		{native("--source-ports", "40000-40000", "--smp", "2", "--conn", "2"), "fewer ports than --smp"},
 		{native("--rss-key", "zz"), "hex"},
 		{native("--xdp-frames", "100"), "power of two"},
+		{native("--busy-poll", "70000"), "--busy-poll 70000: give a budget"},
+		{append([]string{"--busy-poll", "64"}, base...), "--busy-poll belongs to the native stack"},
 	} {
 		_, _, err := ParseFlags(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

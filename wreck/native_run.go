@@ -34,7 +34,8 @@ func runNative(cfg Config) (*Result, error) {
 		Addr: n.Addr, Netmask: n.Netmask, Gateway: n.Gateway,
 		Queues: cfg.SMP, XDPMode: n.XDPMode, Frames: n.Frames,
 		PortLo: n.PortLo, PortHi: n.PortHi,
-		Logf: logf,
+		BusyPoll: afxdp.BusyPoll{Budget: n.BusyPoll},
+		Logf:     logf,
 	})
 	if err != nil {
 		return nil, n.explain(err, cfg.SMP)

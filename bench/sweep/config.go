@@ -35,6 +35,7 @@ type Config struct {
 	Servers  []string      // subset of AllServers
 	Clients  []string      // subset of AllClients
 	Quick    bool          // CI smoke mode (recorded in the report)
+	BusyPoll int           // percore native's --busy-poll budget, server and native client (0: off)
 
 	// Bare metal (Iface set): the servers serve on a real NIC in this
 	// namespace and the clients run on another machine through ClientExec.
@@ -114,6 +115,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Warmup < 0 {
 		return fmt.Errorf("--warmup %v: give 0 or a positive duration", c.Warmup)
+	}
+	if c.BusyPoll < 0 || c.BusyPoll > 65535 {
+		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", c.BusyPoll)
 	}
 	if c.Conns < 1 {
 		return fmt.Errorf("--conn %d: give 1 or more", c.Conns)

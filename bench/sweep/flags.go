@@ -39,6 +39,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "each measured run (whole seconds)")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured wreck run after each server start (0: none)")
 	fs.IntVar(&c.Conns, "conn", c.Conns, "connections per run, in total")
+	fs.IntVar(&c.BusyPoll, "busy-poll", 0, "percore native's preferred busy polling budget, server and native client (0: off)")
 	servers := strings.Join(c.Servers, ",")
 	clients := strings.Join(c.Clients, ",")
 	fs.StringVar(&servers, "servers", servers, "servers to run, a subset of "+strings.Join(AllServers, ","))

@@ -18,12 +18,12 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("--quick config: %+v", c)
 	}
 	c, err = ParseFlags([]string{"--iface", "eth2", "--host-ipv4-addr", "198.18.0.1", "--cpuset", "0-3",
-		"--client-exec", "ssh root@loadgen", "--client-threads", "8", "--pipeline", "1,16"}, io.Discard)
+		"--client-exec", "ssh root@loadgen", "--client-threads", "8", "--pipeline", "1,16", "--busy-poll", "64"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.SMPs, []int{1, 2, 3, 4}) || !slices.Equal(c.ClientExec, []string{"ssh", "root@loadgen"}) ||
-		!slices.Equal(c.Pipeline, []int{1, 16}) || c.ServerAddr.String() != "198.18.0.1" {
+		!slices.Equal(c.Pipeline, []int{1, 16}) || c.ServerAddr.String() != "198.18.0.1" || c.BusyPoll != 64 {
 		t.Errorf("--iface config: %+v", c)
 	}
 	for _, bad := range [][]string{
@@ -35,6 +35,7 @@ func TestParseFlags(t *testing.T) {
 		{"--clients", ""},
 		{"--pipeline", "0"},
 		{"--conn", "0"},
+		{"--busy-poll", "-1"},
 		{"extra"},
 		{"--iface", "eth2"},
 		{"--iface", "eth2", "--cpuset", "0-3"},

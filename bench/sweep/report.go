@@ -58,6 +58,9 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	if r.XDPMode != "" {
 		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
 	}
+	if cfg.BusyPoll > 0 {
+		p("percore native busy-polls its queues (`--busy-poll %d`).\n", cfg.BusyPoll)
+	}
 	p("\n")
 	if len(r.Skipped)+len(r.SkippedClients) > 0 {
 		for _, k := range sortedKeys(r.Skipped) {

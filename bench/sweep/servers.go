@@ -79,7 +79,7 @@ func build(ctx context.Context, root, dir string, needPeers bool) (*binaries, er
 
 // serverArgv is the command that starts server name with smp shards on cpus,
 // listening on port; files it needs (nginx's prefix) go under dir.
-func serverArgv(name string, b *binaries, t *target, smp int, port int, dir string) ([]string, error) {
+func serverArgv(name string, cfg *Config, b *binaries, t *target, smp int, port int, dir string) ([]string, error) {
 	cpus := cpuList(t.serverCPUs)
 	p := strconv.Itoa(port)
 	var argv []string
@@ -88,6 +88,9 @@ func serverArgv(name string, b *binaries, t *target, smp int, port int, dir stri
 		argv = []string{b.httpd, "--network-stack", "native", "--iface", t.iface,
 			"--host-ipv4-addr", t.serverIP.String(), "--smp", strconv.Itoa(smp), "--cpuset", cpus,
 			"--port", p, "--stats-interval", "0"}
+		if cfg.BusyPoll > 0 {
+			argv = append(argv, "--busy-poll", strconv.Itoa(cfg.BusyPoll))
+		}
 	case "posix":
 		argv = []string{b.httpd, "--smp", strconv.Itoa(smp), "--cpuset", cpus,
 			"--address", t.serverIP.String(), "--port", p, "--stats-interval", "0"}
@@ -185,6 +188,9 @@ func clientArgv(client string, cfg *Config, b *binaries, t *target, port, pipeli
 			"--host-ipv4-addr", lab.Host(t.lab.Subnet, 3).String(), "--netmask-ipv4-addr", "255.255.255.0",
 			"--server", addr, "--smp", strconv.Itoa(n), "--cpuset", cpuList(t.clientCPUs[:n]),
 			"--conn", strconv.Itoa(cfg.Conns), "--pipeline", strconv.Itoa(pipeline), "--duration", secs + "s", "--json"}
+		if cfg.BusyPoll > 0 {
+			argv = append(argv, "--busy-poll", strconv.Itoa(cfg.BusyPoll))
+		}
 	case "wrk":
 		argv = append(argv, "wrk", "-t", strconv.Itoa(min(t.threads, cfg.Conns)), "-c", strconv.Itoa(cfg.Conns),
 			"-d", secs+"s", "--latency")

@@ -139,7 +139,7 @@ func sweepSMP(ctx context.Context, cfg *Config, bins *binaries, dir string, smp 
 
 func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t *target, smp, round int, name string, res *Results, logf func(string, ...any)) error {
 	port := serverPort(name)
-	argv, err := serverArgv(name, bins, t, smp, port, dir)
+	argv, err := serverArgv(name, cfg, bins, t, smp, port, dir)
 	if err == nil {
 		var p *proc
 		if p, err = startProc(Labels[name], argv, nil); err == nil {
