@@ -19,6 +19,7 @@ var (
 	ErrNoIface     = errors.New("afxdp: no such interface")
 	ErrMTU         = errors.New("afxdp: MTU too large for native XDP")
 	ErrNoDriverXDP = errors.New("afxdp: the driver has no native XDP")
+	ErrRefused     = errors.New("afxdp: the driver refused the XDP program")
 )
 
 // userError is a one-line message for the user that still unwraps to its

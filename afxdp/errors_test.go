@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -216,5 +217,19 @@ func TestRaiseMemlock(t *testing.T) {
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
 	if now.Cur != now.Max || now.Cur < old.Cur {
 		t.Errorf("after RaiseMemlock: soft %d hard %d (was %d)", now.Cur, now.Max, old.Cur)
+	}
+}
+
+// TestAttachErrorRefused: the bare EINVAL i40e, mlx5 and virtio_net return
+// becomes one line naming what drivers refuse for and the fix.
+func TestAttachErrorRefused(t *testing.T) {
+	err := attachError("eth2", Native, fmt.Errorf("create link: %w", unix.EINVAL))
+	msg := err.Error()
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, unix.EINVAL) || !strings.Contains(msg, "`ethtool -K eth2 lro off rx-gro-hw off`") ||
+		!strings.Contains(msg, "3046 on i40e and ice") || strings.Contains(msg, "--") {
+		t.Errorf("native EINVAL: %v", err)
+	}
+	if err := attachError("eth2", Generic, unix.EINVAL); errors.Is(err, ErrRefused) {
+		t.Errorf("generic EINVAL blamed on the driver: %v", err)
 	}
 }

@@ -302,20 +302,28 @@ func (p *Program) Attach(iface string, mode AttachMode) error {
 	}
 	l, err := link.AttachXDP(link.XDPOptions{Program: p.prog, Interface: ifi.Index, Flags: flags})
 	if err != nil {
-		switch {
-		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST):
-			return busyError(iface, err)
-		case errors.Is(err, unix.ENOSPC):
-			return fmt.Errorf("afxdp: attach xdp to %s (%v): on veth the peer has more tx queues than %s has rx queues: give both ends the same queue count", iface, err, iface)
-		case errors.Is(err, unix.ERANGE):
-			return userErr(ErrMTU, err, "afxdp: attach xdp to %s (%v): MTU too large for native XDP: use at most 3506 on veth, or generic mode", iface, err)
-		case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-			return userErr(ErrNoDriverXDP, err, "afxdp: attach xdp to %s (%v): the driver has no native XDP: use generic mode", iface, err)
-		}
-		return bpfErr(fmt.Sprintf("attach xdp to %s in %s mode", iface, mode), err)
+		return attachError(iface, mode, err)
 	}
 	p.link, p.iface = l, iface
 	return nil
+}
+
+// attachError is one line for a refused attach that says what to do.
+func attachError(iface string, mode AttachMode, err error) error {
+	switch {
+	case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST):
+		return busyError(iface, err)
+	case errors.Is(err, unix.ENOSPC):
+		return fmt.Errorf("afxdp: attach xdp to %s (%v): on veth the peer has more tx queues than %s has rx queues: give both ends the same queue count", iface, err, iface)
+	case errors.Is(err, unix.ERANGE):
+		return userErr(ErrMTU, err, "afxdp: attach xdp to %s (%v): MTU too large for native XDP: use at most 3506 on veth, or generic mode", iface, err)
+	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
+		return userErr(ErrNoDriverXDP, err, "afxdp: attach xdp to %s (%v): the driver has no native XDP: use generic mode", iface, err)
+	case errors.Is(err, unix.EINVAL) && mode == Native:
+		// i40e, mlx5 and virtio_net say no more than this.
+		return userErr(ErrRefused, err, "afxdp: attach xdp to %s (%v): the driver refused the program: drivers do while LRO or HW-GRO is on (`ethtool -K %s lro off rx-gro-hw off`) or the MTU is above what they take in one buffer (3046 on i40e and ice, 3498 on mlx5)", iface, err, iface)
+	}
+	return bpfErr(fmt.Sprintf("attach xdp to %s in %s mode", iface, mode), err)
 }
 
 // Detach removes the program from its interface; safe when not attached.

@@ -233,6 +233,9 @@ func (d *Device) check() error {
 	if d.mtu < minMTU {
 		return fmt.Errorf("native: %w: %s has %d, the stack needs %d", ErrMTU, c.Iface, d.mtu, minMTU)
 	}
+	if err := readNIC(ifi).check(c.XDPMode); err != nil {
+		return err
+	}
 	nq, err := afxdp.RxQueues(ifi.Index)
 	if err != nil {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)

@@ -38,8 +38,10 @@ func hint(err error, o Options) string {
 		return "give --host-ipv4-addr an address no kernel interface holds"
 	case errors.Is(err, afxdp.ErrXDPBusy), errors.Is(err, afxdp.ErrNoAFXDP):
 		return "or use --network-stack posix"
-	case errors.Is(err, afxdp.ErrMTU), errors.Is(err, afxdp.ErrNoDriverXDP):
-		return "try --xdp-mode generic"
+	case errors.Is(err, afxdp.ErrMTU), errors.Is(err, afxdp.ErrNoDriverXDP), errors.Is(err, native.ErrJumbo), errors.Is(err, afxdp.ErrRefused):
+		return "or try --xdp-mode generic"
+	case errors.Is(err, native.ErrOffload):
+		return "or use --xdp-mode generic, which turns them off itself"
 	case errors.Is(err, afxdp.ErrMemlock):
 		return "or lower --xdp-frames or --max-connections"
 	case errors.Is(err, afxdp.ErrNoQueue):

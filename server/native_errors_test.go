@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vishvananda/netlink"
+
 	"percore/afxdp"
 	"percore/lab"
 	"percore/shard"
@@ -54,6 +56,14 @@ func TestNativeStartErrors(t *testing.T) {
 	code, stderr = run("--iface", l.ServerIf, "--smp", "1")
 	check("xdp busy", code, stderr, "already has an XDP program", "xdp off")
 	must(t, p.Detach())
+
+	// An MTU veth takes no XDP at, refused before the attach.
+	link, err := netlink.LinkByName(l.ServerIf)
+	must(t, err)
+	must(t, netlink.LinkSetMTU(link, 4000))
+	code, stderr = run("--iface", l.ServerIf, "--smp", "1")
+	check("jumbo", code, stderr, "MTU 4000", "up to 3506", "`ip link set dev "+l.ServerIf+" mtu 1500`", "--xdp-mode generic")
+	must(t, netlink.LinkSetMTU(link, 1500))
 
 	// With the interface free again the same command line starts (and the
 	// failed attempts left nothing behind that would stop it).

@@ -1,0 +1,90 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/safchain/ethtool"
+
+	"percore/afxdp"
+)
+
+// What a NIC's driver needs before it takes the XDP program, checked before
+// the attach so that a refusal is one line saying what to do, not the bare
+// EINVAL the drivers return.
+var (
+	ErrOffload = errors.New("the interface merges received frames in hardware (LRO or HW-GRO), which XDP cannot take")
+	ErrJumbo   = errors.New("MTU above what the driver takes XDP at in one buffer")
+)
+
+// nic is what the checks read of an interface. Read-only once read; tests
+// build it by hand to play any driver.
+type nic struct {
+	name     string
+	driver   string          // ETHTOOL_GDRVINFO ("" unknown)
+	features map[string]bool // active offloads by their ethtool names (ETHTOOL_GFEATURES)
+	mtu      int
+}
+
+// readNIC reads the interface's driver and offloads through the ethtool
+// ioctls. An interface without them (no ethtool support) reads as unknown
+// and passes the checks: the attach reports what it refuses.
+func readNIC(ifi *net.Interface) nic {
+	n := nic{name: ifi.Name, mtu: ifi.MTU}
+	e, err := ethtool.NewEthtool()
+	if err != nil {
+		return n
+	}
+	defer e.Close()
+	n.driver, _ = e.DriverName(ifi.Name)
+	n.features, _ = e.Features(ifi.Name)
+	return n
+}
+
+// xdpMTU is the largest MTU each driver takes a one-buffer XDP program at
+// (4 KiB pages): i40e and ice put a frame with two VLAN tags and the FCS in
+// a 3 KiB buffer (3072 - 26); mlx5 one page less the XDP headroom and the
+// skb's shared info; veth answers ERANGE above 3506.
+var xdpMTU = map[string]int{"i40e": 3046, "ice": 3046, "mlx5_core": 3498, "veth": 3506}
+
+// check is every check the interface must pass before the program attaches
+// in mode.
+func (n nic) check(mode afxdp.AttachMode) error {
+	if mode != afxdp.Native {
+		return nil
+	}
+	if err := n.checkOffload(); err != nil {
+		return err
+	}
+	return n.checkMTU()
+}
+
+// checkOffload: drivers refuse native XDP (EINVAL) while LRO or HW-GRO
+// merges frames, since a program must see each frame as it came; generic
+// mode turns both off itself.
+func (n nic) checkOffload() error {
+	var on, off []string
+	for _, f := range []struct{ name, arg string }{{"rx-lro", "lro"}, {"rx-gro-hw", "rx-gro-hw"}} {
+		if n.features[f.name] {
+			on = append(on, f.name)
+			off = append(off, f.arg+" off")
+		}
+	}
+	if len(on) == 0 {
+		return nil
+	}
+	return fmt.Errorf("native: %w: %s has %s on: `ethtool -K %s %s`", ErrOffload, n.name, strings.Join(on, " and "), n.name, strings.Join(off, " "))
+}
+
+// checkMTU refuses an MTU the driver takes no one-buffer XDP program at
+// (percore's program is not multi-buffer).
+func (n nic) checkMTU() error {
+	limit, ok := xdpMTU[n.driver]
+	if !ok || n.mtu <= limit {
+		return nil
+	}
+	return fmt.Errorf("native: %w: %s (%s) has MTU %d, and %s takes XDP on one buffer up to %d: `ip link set dev %s mtu 1500` (at most %d)",
+		ErrJumbo, n.name, n.driver, n.mtu, n.driver, limit, n.name, limit)
+}

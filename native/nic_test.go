@@ -1,0 +1,91 @@
+package native
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"percore/afxdp"
+)
+
+// checkCase is one NIC, as the ioctls would read it, and what the checks
+// must say about it in a mode: nothing (want nil) or one line with the
+// sentinel and the fix.
+type checkCase struct {
+	name string
+	nic  nic
+	mode afxdp.AttachMode
+	want error
+	fix  string
+}
+
+func runChecks(t *testing.T, cases []checkCase) {
+	t.Helper()
+	for _, c := range cases {
+		err := c.nic.check(c.mode)
+		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.fix) || strings.Contains(msg, "\n") || strings.Contains(msg, "--") {
+			t.Errorf("%s: %q, want one line with %q and no flag", c.name, msg, c.fix)
+		}
+	}
+}
+
+func on(names ...string) map[string]bool {
+	m := map[string]bool{"rx-gro": true} // GRO is on by default everywhere
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func TestCheckOffloadAndMTU(t *testing.T) {
+	runChecks(t, []checkCase{
+		{"i40e as shipped", nic{name: "eth2", driver: "i40e", features: on(), mtu: 1500}, afxdp.Native, nil, ""},
+		{"mlx5 with LRO", nic{name: "eth2", driver: "mlx5_core", features: on("rx-lro"), mtu: 1500}, afxdp.Native, ErrOffload,
+			"rx-lro on: `ethtool -K eth2 lro off`"},
+		{"virtio_net with HW-GRO", nic{name: "eth0", driver: "virtio_net", features: on("rx-gro-hw"), mtu: 1500}, afxdp.Native, ErrOffload,
+			"`ethtool -K eth0 rx-gro-hw off`"},
+		{"both", nic{name: "eth2", driver: "mlx5_core", features: on("rx-lro", "rx-gro-hw"), mtu: 1500}, afxdp.Native, ErrOffload,
+			"rx-lro and rx-gro-hw on: `ethtool -K eth2 lro off rx-gro-hw off`"},
+		{"ice jumbo", nic{name: "eth3", driver: "ice", features: on(), mtu: 9000}, afxdp.Native, ErrJumbo,
+			"eth3 (ice) has MTU 9000, and ice takes XDP on one buffer up to 3046: `ip link set dev eth3 mtu 1500` (at most 3046)"},
+		{"i40e at the limit", nic{name: "eth2", driver: "i40e", features: on(), mtu: 3046}, afxdp.Native, nil, ""},
+		{"mlx5 jumbo", nic{name: "eth2", driver: "mlx5_core", features: on(), mtu: 3499}, afxdp.Native, ErrJumbo, "up to 3498"},
+		{"unknown driver jumbo", nic{name: "eth2", driver: "bnxt_en", features: on(), mtu: 9000}, afxdp.Native, nil, ""},
+		{"no ethtool", nic{name: "eth2", mtu: 1500}, afxdp.Native, nil, ""},
+	})
+}
+
+// TestReadNICOnVeth reads the lab's veth through the ioctls, and Open
+// refuses an MTU veth takes no XDP at before it attaches anything.
+func TestReadNICOnVeth(t *testing.T) {
+	pair := newPair(t, "nn")
+	ifi, err := net.InterfaceByName(pair.ServerIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := readNIC(ifi)
+	if n.driver != "veth" || n.mtu != 1500 || n.features == nil || n.features["rx-lro"] || n.features["rx-gro-hw"] {
+		t.Fatalf("read %+v", n)
+	}
+	l, err := netlink.LinkByName(pair.ServerIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetMTU(l, 4000); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(Config{Iface: pair.ServerIf, Addr: pair.ServerIP, MTU: 1500})
+	if !errors.Is(err, ErrJumbo) || !strings.Contains(err.Error(), "up to 3506") {
+		t.Errorf("Open on veth with MTU 4000: %v", err)
+	}
+}
