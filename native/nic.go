@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/safchain/ethtool"
+	"golang.org/x/sys/unix"
 
 	"percore/afxdp"
 )
@@ -17,6 +19,7 @@ import (
 var (
 	ErrOffload = errors.New("the interface merges received frames in hardware (LRO or HW-GRO), which XDP cannot take")
 	ErrJumbo   = errors.New("MTU above what the driver takes XDP at in one buffer")
+	ErrKernel  = errors.New("the driver needs a newer kernel for zero-copy AF_XDP")
 )
 
 // nic is what the checks read of an interface. Read-only once read; tests
@@ -26,6 +29,7 @@ type nic struct {
 	driver   string          // ETHTOOL_GDRVINFO ("" unknown)
 	features map[string]bool // active offloads by their ethtool names (ETHTOOL_GFEATURES)
 	mtu      int
+	kernel   [2]int // the running kernel's major and minor release ({0, 0} unknown)
 }
 
 // readNIC reads the interface's driver and offloads through the ethtool
@@ -33,6 +37,10 @@ type nic struct {
 // and passes the checks: the attach reports what it refuses.
 func readNIC(ifi *net.Interface) nic {
 	n := nic{name: ifi.Name, mtu: ifi.MTU}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		n.kernel = parseRelease(unix.ByteSliceToString(u.Release[:]))
+	}
 	e, err := ethtool.NewEthtool()
 	if err != nil {
 		return n
@@ -58,7 +66,10 @@ func (n nic) check(mode afxdp.AttachMode) error {
 	if err := n.checkOffload(); err != nil {
 		return err
 	}
-	return n.checkMTU()
+	if err := n.checkMTU(); err != nil {
+		return err
+	}
+	return n.checkKernel()
 }
 
 // checkOffload: drivers refuse native XDP (EINVAL) while LRO or HW-GRO
@@ -87,4 +98,43 @@ func (n nic) checkMTU() error {
 	}
 	return fmt.Errorf("native: %w: %s (%s) has MTU %d, and %s takes XDP on one buffer up to %d: `ip link set dev %s mtu 1500` (at most %d)",
 		ErrJumbo, n.name, n.driver, n.mtu, n.driver, limit, n.name, limit)
+}
+
+// zeroCopyFloor is the first kernel release each driver numbers its
+// zero-copy AF_XDP queues as its rx queues at. mlx5 before 6.1 gave them
+// their own numbers, from the channel count N up (N..2N-1), reached only
+// through flow-steering rules; percore binds the rx queues themselves, which
+// there get copy mode on every queue.
+var zeroCopyFloor = map[string][2]int{"mlx5_core": {6, 1}}
+
+// checkKernel refuses a driver older than its floor in native mode.
+func (n nic) checkKernel() error {
+	floor, ok := zeroCopyFloor[n.driver]
+	if !ok || n.kernel == [2]int{} || !older(n.kernel, floor) {
+		return nil
+	}
+	return fmt.Errorf("native: %w: %s (%s) on Linux %d.%d numbers its zero-copy AF_XDP queues N..2N-1 after its N channels, and percore binds queues 0..N-1: run Linux %d.%d or later",
+		ErrKernel, n.name, n.driver, n.kernel[0], n.kernel[1], floor[0], floor[1])
+}
+
+func older(a, b [2]int) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }
+
+// parseRelease reads the major and minor numbers of a kernel release such
+// as "5.15.0-91-generic"; {0, 0} when it has none.
+func parseRelease(r string) [2]int {
+	var v [2]int
+	for i, f := range strings.SplitN(r, ".", 3) {
+		if i == 2 {
+			break
+		}
+		if j := strings.IndexFunc(f, func(c rune) bool { return c < '0' || c > '9' }); j >= 0 {
+			f = f[:j] // "19-rc1"
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return [2]int{}
+		}
+		v[i] = n
+	}
+	return v
 }

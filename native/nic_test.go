@@ -74,7 +74,7 @@ func TestReadNICOnVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := readNIC(ifi)
-	if n.driver != "veth" || n.mtu != 1500 || n.features == nil || n.features["rx-lro"] || n.features["rx-gro-hw"] {
+	if n.driver != "veth" || n.mtu != 1500 || n.kernel[0] < 5 || n.features == nil || n.features["rx-lro"] || n.features["rx-gro-hw"] {
 		t.Fatalf("read %+v", n)
 	}
 	l, err := netlink.LinkByName(pair.ServerIf)
@@ -87,5 +87,26 @@ func TestReadNICOnVeth(t *testing.T) {
 	_, err = Open(Config{Iface: pair.ServerIf, Addr: pair.ServerIP, MTU: 1500})
 	if !errors.Is(err, ErrJumbo) || !strings.Contains(err.Error(), "up to 3506") {
 		t.Errorf("Open on veth with MTU 4000: %v", err)
+	}
+}
+
+func TestCheckKernel(t *testing.T) {
+	mlx5 := func(kernel [2]int) nic {
+		return nic{name: "eth2", driver: "mlx5_core", features: on(), mtu: 1500, kernel: kernel}
+	}
+	runChecks(t, []checkCase{
+		{"mlx5 on 5.15", mlx5([2]int{5, 15}), afxdp.Native, ErrKernel,
+			"eth2 (mlx5_core) on Linux 5.15 numbers its zero-copy AF_XDP queues N..2N-1 after its N channels, and percore binds queues 0..N-1: run Linux 6.1 or later"},
+		{"mlx5 on 6.0", mlx5([2]int{6, 0}), afxdp.Native, ErrKernel, "run Linux 6.1 or later"},
+		{"mlx5 on 6.1", mlx5([2]int{6, 1}), afxdp.Native, nil, ""},
+		{"mlx5 on 7.0", mlx5([2]int{7, 0}), afxdp.Native, nil, ""},
+		{"mlx5 on 5.15 in generic mode (copy mode anyway)", mlx5([2]int{5, 15}), afxdp.Generic, nil, ""},
+		{"mlx5, kernel unknown", mlx5([2]int{}), afxdp.Native, nil, ""},
+		{"i40e on 5.15", nic{name: "eth2", driver: "i40e", features: on(), mtu: 1500, kernel: [2]int{5, 15}}, afxdp.Native, nil, ""},
+	})
+	for r, want := range map[string][2]int{"5.15.0-91-generic": {5, 15}, "6.18.44-fc-v669": {6, 18}, "4.19-rc1": {4, 19}, "6": {6, 0}, "x.y": {}} {
+		if got := parseRelease(r); got != want {
+			t.Errorf("parseRelease(%q) = %v, want %v", r, got, want)
+		}
 	}
 }

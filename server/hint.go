@@ -40,6 +40,8 @@ func hint(err error, o Options) string {
 		return "or use --network-stack posix"
 	case errors.Is(err, afxdp.ErrMTU), errors.Is(err, afxdp.ErrNoDriverXDP), errors.Is(err, native.ErrJumbo), errors.Is(err, afxdp.ErrRefused):
 		return "or try --xdp-mode generic"
+	case errors.Is(err, native.ErrKernel):
+		return "or use --xdp-mode generic (copy mode on every queue)"
 	case errors.Is(err, native.ErrOffload):
 		return "or use --xdp-mode generic, which turns them off itself"
 	case errors.Is(err, afxdp.ErrMemlock):
