@@ -20,6 +20,7 @@ var (
 	ErrOffload = errors.New("the interface merges received frames in hardware (LRO or HW-GRO), which XDP cannot take")
 	ErrJumbo   = errors.New("MTU above what the driver takes XDP at in one buffer")
 	ErrKernel  = errors.New("the driver needs a newer kernel for zero-copy AF_XDP")
+	ErrGRO     = errors.New("generic XDP runs after GRO, whose merged segments outgrow a frame and are dropped")
 )
 
 // nic is what the checks read of an interface. Read-only once read; tests
@@ -60,8 +61,8 @@ var xdpMTU = map[string]int{"i40e": 3046, "ice": 3046, "mlx5_core": 3498, "veth"
 // check is every check the interface must pass before the program attaches
 // in mode.
 func (n nic) check(mode afxdp.AttachMode) error {
-	if mode != afxdp.Native {
-		return nil
+	if mode == afxdp.Generic {
+		return n.checkGRO()
 	}
 	if err := n.checkOffload(); err != nil {
 		return err
@@ -137,4 +138,15 @@ func parseRelease(r string) [2]int {
 		v[i] = n
 	}
 	return v
+}
+
+// checkGRO: generic XDP sees each skb after GRO has merged a flow's
+// segments, often into more than a UMEM frame holds, and AF_XDP drops what
+// does not fit (the kernel turns LRO and HW-GRO off for generic XDP, not
+// GRO).
+func (n nic) checkGRO() error {
+	if !n.features["rx-gro"] {
+		return nil
+	}
+	return fmt.Errorf("native: %w: %s has GRO on: `ethtool -K %s gro off`", ErrGRO, n.name, n.name)
 }

@@ -2,10 +2,12 @@ package native
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 
+	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
 	"percore/afxdp"
@@ -100,7 +102,7 @@ func TestCheckKernel(t *testing.T) {
 		{"mlx5 on 6.0", mlx5([2]int{6, 0}), afxdp.Native, ErrKernel, "run Linux 6.1 or later"},
 		{"mlx5 on 6.1", mlx5([2]int{6, 1}), afxdp.Native, nil, ""},
 		{"mlx5 on 7.0", mlx5([2]int{7, 0}), afxdp.Native, nil, ""},
-		{"mlx5 on 5.15 in generic mode (copy mode anyway)", mlx5([2]int{5, 15}), afxdp.Generic, nil, ""},
+		{"mlx5 on 5.15 in generic mode (copy mode anyway)", nic{name: "eth2", driver: "mlx5_core", features: map[string]bool{}, mtu: 1500, kernel: [2]int{5, 15}}, afxdp.Generic, nil, ""},
 		{"mlx5, kernel unknown", mlx5([2]int{}), afxdp.Native, nil, ""},
 		{"i40e on 5.15", nic{name: "eth2", driver: "i40e", features: on(), mtu: 1500, kernel: [2]int{5, 15}}, afxdp.Native, nil, ""},
 	})
@@ -108,5 +110,53 @@ func TestCheckKernel(t *testing.T) {
 		if got := parseRelease(r); got != want {
 			t.Errorf("parseRelease(%q) = %v, want %v", r, got, want)
 		}
+	}
+}
+
+func TestCheckGeneric(t *testing.T) {
+	runChecks(t, []checkCase{
+		{"i40e with GRO", nic{name: "eth2", driver: "i40e", features: on(), mtu: 1500}, afxdp.Generic, ErrGRO,
+			"eth2 has GRO on: `ethtool -K eth2 gro off`"},
+		{"i40e without GRO", nic{name: "eth2", driver: "i40e", features: map[string]bool{}, mtu: 1500}, afxdp.Generic, nil, ""},
+		// The kernel turns LRO and HW-GRO off for generic XDP itself, and
+		// generic XDP takes any MTU.
+		{"mlx5 jumbo with LRO, GRO off", nic{name: "eth2", driver: "mlx5_core", features: map[string]bool{"rx-lro": true}, mtu: 9000}, afxdp.Generic, nil, ""},
+	})
+}
+
+// TestGenericOnVeth: generic mode on the lab's veth is refused while GRO
+// is on, and with GRO off every queue binds in copy mode without trying
+// zero-copy.
+func TestGenericOnVeth(t *testing.T) {
+	pair := newPair(t, "ng")
+	e, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Change(pair.ServerIf, map[string]bool{"rx-gro": true}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Iface: pair.ServerIf, Addr: pair.ServerIP, XDPMode: afxdp.Generic}
+	if _, err := Open(cfg); !errors.Is(err, ErrGRO) {
+		t.Fatalf("generic with GRO on: %v", err)
+	}
+	if err := e.Change(pair.ServerIf, map[string]bool{"rx-gro": false}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	cfg.Logf = func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }
+	d, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	q, err := d.NewQueue(0, QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if log := strings.Join(lines, "\n"); !strings.Contains(log, "queue 0 bound in copy mode") || strings.Contains(log, "zero-copy") {
+		t.Errorf("generic mode's bind line: %q", log)
 	}
 }

@@ -104,7 +104,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if tc.SynBacklog == 0 {
 		tc.SynBacklog = q.size.SynBacklog
 	}
-	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: logf}
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, Bind: d.bindMode(), FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: logf}
 	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
@@ -140,6 +140,16 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		})
 	}
 	return q, nil
+}
+
+// bindMode is the sockets' bind: copy mode under generic XDP, which hands
+// the program skbs, not the driver's buffers (as the kernel's xdpsock
+// sample binds); else zero-copy where the driver has it.
+func (d *Device) bindMode() afxdp.BindMode {
+	if d.cfg.XDPMode == afxdp.Generic {
+		return afxdp.BindCopy
+	}
+	return afxdp.BindAuto
 }
 
 // Register plugs q into shard sh's loop: q polls the stack as a Poller, its

@@ -42,8 +42,10 @@ func hint(err error, o Options) string {
 		return "or try --xdp-mode generic"
 	case errors.Is(err, native.ErrKernel):
 		return "or use --xdp-mode generic (copy mode on every queue)"
+	case errors.Is(err, native.ErrGRO):
+		return "or use --xdp-mode native where the driver has it"
 	case errors.Is(err, native.ErrOffload):
-		return "or use --xdp-mode generic, which turns them off itself"
+		return "or use --xdp-mode generic, which turns them off itself (with GRO off)"
 	case errors.Is(err, afxdp.ErrMemlock):
 		return "or lower --xdp-frames or --max-connections"
 	case errors.Is(err, afxdp.ErrNoQueue):
