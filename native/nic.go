@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"percore/afxdp"
@@ -21,6 +22,7 @@ var (
 	ErrJumbo   = errors.New("MTU above what the driver takes XDP at in one buffer")
 	ErrKernel  = errors.New("the driver needs a newer kernel for zero-copy AF_XDP")
 	ErrGRO     = errors.New("generic XDP runs after GRO, whose merged segments outgrow a frame and are dropped")
+	ErrVLAN    = errors.New("the interface strips the VLAN tags of its VLANs' frames, which the stack would answer untagged")
 )
 
 // nic is what the checks read of an interface. Read-only once read; tests
@@ -30,14 +32,15 @@ type nic struct {
 	driver   string          // ETHTOOL_GDRVINFO ("" unknown)
 	features map[string]bool // active offloads by their ethtool names (ETHTOOL_GFEATURES)
 	mtu      int
-	kernel   [2]int // the running kernel's major and minor release ({0, 0} unknown)
+	kernel   [2]int   // the running kernel's major and minor release ({0, 0} unknown)
+	vlans    []string // VLAN interfaces on top of it (netlink)
 }
 
 // readNIC reads the interface's driver and offloads through the ethtool
 // ioctls. An interface without them (no ethtool support) reads as unknown
 // and passes the checks: the attach reports what it refuses.
 func readNIC(ifi *net.Interface) nic {
-	n := nic{name: ifi.Name, mtu: ifi.MTU}
+	n := nic{name: ifi.Name, mtu: ifi.MTU, vlans: vlansOn(ifi.Index)}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		n.kernel = parseRelease(unix.ByteSliceToString(u.Release[:]))
@@ -52,6 +55,18 @@ func readNIC(ifi *net.Interface) nic {
 	return n
 }
 
+// vlansOn names the VLAN interfaces whose parent is ifindex.
+func vlansOn(ifindex int) []string {
+	links, _ := netlink.LinkList()
+	var names []string
+	for _, l := range links {
+		if v, ok := l.(*netlink.Vlan); ok && v.ParentIndex == ifindex {
+			names = append(names, v.Name)
+		}
+	}
+	return names
+}
+
 // xdpMTU is the largest MTU each driver takes a one-buffer XDP program at
 // (4 KiB pages): i40e and ice put a frame with two VLAN tags and the FCS in
 // a 3 KiB buffer (3072 - 26); mlx5 one page less the XDP headroom and the
@@ -61,6 +76,9 @@ var xdpMTU = map[string]int{"i40e": 3046, "ice": 3046, "mlx5_core": 3498, "veth"
 // check is every check the interface must pass before the program attaches
 // in mode.
 func (n nic) check(mode afxdp.AttachMode) error {
+	if err := n.checkVLAN(); err != nil {
+		return err
+	}
 	if mode == afxdp.Generic {
 		return n.checkGRO()
 	}
@@ -149,4 +167,23 @@ func (n nic) checkGRO() error {
 		return nil
 	}
 	return fmt.Errorf("native: %w: %s has GRO on: `ethtool -K %s gro off`", ErrGRO, n.name, n.name)
+}
+
+// checkVLAN: a NIC that strips VLAN tags on receive hands the program a
+// VLAN's frames untagged (the tag in metadata the program does not read),
+// so the stack would take them for its own and answer them untagged. With
+// stripping off they arrive tagged, and the program passes every ethertype
+// but IPv4 and ARP to the kernel's VLAN interfaces.
+func (n nic) checkVLAN() error {
+	var off []string
+	for _, f := range []struct{ name, arg string }{{"rx-vlan-hw-parse", "rxvlan"}, {"rx-vlan-stag-hw-parse", "rx-vlan-stag-hw-parse"}} {
+		if n.features[f.name] {
+			off = append(off, f.arg+" off")
+		}
+	}
+	if len(n.vlans) == 0 || len(off) == 0 {
+		return nil
+	}
+	return fmt.Errorf("native: %w: %s carries %s: `ethtool -K %s %s`, or serve on an untagged port",
+		ErrVLAN, n.name, strings.Join(n.vlans, ", "), n.name, strings.Join(off, " "))
 }

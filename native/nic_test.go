@@ -9,6 +9,7 @@ import (
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"percore/afxdp"
 )
@@ -76,7 +77,7 @@ func TestReadNICOnVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := readNIC(ifi)
-	if n.driver != "veth" || n.mtu != 1500 || n.kernel[0] < 5 || n.features == nil || n.features["rx-lro"] || n.features["rx-gro-hw"] {
+	if n.driver != "veth" || n.mtu != 1500 || n.kernel[0] < 5 || len(n.vlans) != 0 || n.features == nil || n.features["rx-lro"] || n.features["rx-gro-hw"] {
 		t.Fatalf("read %+v", n)
 	}
 	l, err := netlink.LinkByName(pair.ServerIf)
@@ -159,4 +160,54 @@ func TestGenericOnVeth(t *testing.T) {
 	if log := strings.Join(lines, "\n"); !strings.Contains(log, "queue 0 bound in copy mode") || strings.Contains(log, "zero-copy") {
 		t.Errorf("generic mode's bind line: %q", log)
 	}
+}
+
+func TestCheckVLAN(t *testing.T) {
+	strip := on("rx-vlan-hw-parse")
+	runChecks(t, []checkCase{
+		{"stripping with VLANs", nic{name: "eth2", driver: "i40e", features: strip, mtu: 1500, vlans: []string{"eth2.100", "eth2.200"}}, afxdp.Native, ErrVLAN,
+			"eth2 carries eth2.100, eth2.200: `ethtool -K eth2 rxvlan off`, or serve on an untagged port"},
+		{"both kinds", nic{name: "eth2", features: on("rx-vlan-hw-parse", "rx-vlan-stag-hw-parse"), mtu: 1500, vlans: []string{"v1"}}, afxdp.Native, ErrVLAN,
+			"`ethtool -K eth2 rxvlan off rx-vlan-stag-hw-parse off`"},
+		{"generic mode too", nic{name: "eth2", features: strip, mtu: 1500, vlans: []string{"v1"}}, afxdp.Generic, ErrVLAN, "rxvlan off"},
+		{"stripping, no VLANs", nic{name: "eth2", driver: "i40e", features: strip, mtu: 1500}, afxdp.Native, nil, ""},
+		{"VLANs, tags kept", nic{name: "eth2", driver: "i40e", features: on(), mtu: 1500, vlans: []string{"eth2.100"}}, afxdp.Native, nil, ""},
+	})
+}
+
+// TestVLANOnVeth puts a VLAN on the lab's veth, which strips tags on
+// receive by default: Open refuses until stripping is off.
+func TestVLANOnVeth(t *testing.T) {
+	pair := newPair(t, "nv")
+	parent, err := netlink.LinkByName(pair.ServerIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vlan := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: pair.ServerIf + ".7", ParentIndex: parent.Attrs().Index}, VlanId: 7}
+	if err := netlink.LinkAdd(vlan); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skip("the kernel has no VLAN interfaces (CONFIG_VLAN_8021Q)")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer netlink.LinkDel(vlan)
+	e, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if f, err := e.Features(pair.ServerIf); err != nil || !f["rx-vlan-hw-parse"] {
+		t.Fatalf("veth does not strip VLAN tags by default: %v", err)
+	}
+	cfg := Config{Iface: pair.ServerIf, Addr: pair.ServerIP}
+	if _, err := Open(cfg); !errors.Is(err, ErrVLAN) || !strings.Contains(err.Error(), vlan.Name) {
+		t.Fatalf("VLAN with stripping on: %v", err)
+	}
+	if err := e.Change(pair.ServerIf, map[string]bool{"rx-vlan-hw-parse": false, "rx-vlan-stag-hw-parse": false}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("VLAN with stripping off: %v", err)
+	}
+	d.Close()
 }
