@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +60,13 @@ func TestSetBusyPollRefused(t *testing.T) {
 // empty rx ring costs a recvfrom each Receive.
 func TestBusyPollOnVeth(t *testing.T) {
 	l := newLab(t, lab.Config{Prefix: "pb"})
-	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, BusyPoll: BusyPoll{Budget: 64}, Logf: t.Logf}, 1)
+	var line string
+	logf := func(f string, a ...any) { line = fmt.Sprintf(f, a...) }
+	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, NoHugePages: true, BusyPoll: BusyPoll{Budget: 64}, Logf: logf}, 1)
 	s := socks[0]
+	if !strings.HasSuffix(line, "bound in copy mode (zero-copy unsupported: operation not supported), UMEM in 4 KiB pages, busy polling (budget 64)") {
+		t.Errorf("bind line %q", line)
+	}
 	if !s.BusyPolling() {
 		t.Fatal("busy polling refused on this kernel")
 	}

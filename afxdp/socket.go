@@ -185,12 +185,6 @@ func (s *Socket) setup(c Config) error {
 		s.ringMem[i] = mem
 		initRing(m.r, mem, m.off, rs, m.desc, m.prod)
 	}
-	if err := s.bind(c); err != nil {
-		return err
-	}
-	// Copy mode sends at most this many frames per kick (32 unless the
-	// kernel lets us raise it, 6.16+); best effort.
-	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.RingSize)
 	if c.BusyPoll.On() {
 		// The socket works without it, only with an interrupt per batch.
 		if err := setBusyPoll(s.fd, c.BusyPoll, unix.SetsockoptInt); err != nil {
@@ -199,6 +193,12 @@ func (s *Socket) setup(c Config) error {
 			s.busyPoll = true
 		}
 	}
+	if err := s.bind(c); err != nil {
+		return err
+	}
+	// Copy mode sends at most this many frames per kick (32 unless the
+	// kernel lets us raise it, 6.16+); best effort.
+	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.RingSize)
 
 	// Rx frames go to the fill ring, tx frames to the free list.
 	rxFrames := c.FrameCount - c.TxFrames
@@ -223,7 +223,7 @@ func (s *Socket) bind(c Config) error {
 	if c.Bind != BindCopy {
 		if err = try(unix.XDP_ZEROCOPY); err == nil {
 			s.zeroCopy = true
-			c.Logf("afxdp: %s queue %d bound in zero-copy mode", c.Interface, c.Queue)
+			c.Logf("afxdp: %s queue %d bound in zero-copy mode%s", c.Interface, c.Queue, s.bound(c))
 			return nil
 		}
 		if c.Bind == BindZeroCopy {
@@ -245,11 +245,27 @@ func (s *Socket) bind(c Config) error {
 		return sysErr(fmt.Sprintf("bind %s queue %d", c.Interface, c.Queue), err2)
 	}
 	if err != nil {
-		c.Logf("afxdp: %s queue %d bound in copy mode (zero-copy unsupported: %v)", c.Interface, c.Queue, err)
+		c.Logf("afxdp: %s queue %d bound in copy mode (zero-copy unsupported: %v)%s", c.Interface, c.Queue, err, s.bound(c))
 	} else {
-		c.Logf("afxdp: %s queue %d bound in copy mode", c.Interface, c.Queue)
+		c.Logf("afxdp: %s queue %d bound in copy mode%s", c.Interface, c.Queue, s.bound(c))
 	}
 	return nil
+}
+
+// bound is the rest of the bind line: where the UMEM lives and whether the
+// socket busy-polls, so that a queue that fell short of the others shows.
+func (s *Socket) bound(c Config) string {
+	pages := ", UMEM in hugepages"
+	if !s.huge {
+		pages = ", UMEM in 4 KiB pages (no hugepages free)"
+		if c.NoHugePages {
+			pages = ", UMEM in 4 KiB pages"
+		}
+	}
+	if s.busyPoll {
+		return fmt.Sprintf("%s, busy polling (budget %d)", pages, c.BusyPoll.Budget)
+	}
+	return pages
 }
 
 // Close unmaps the rings and UMEM and closes the socket, which also removes

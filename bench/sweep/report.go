@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,8 +56,12 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
 	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
 	p("Servers: %s.\n", r.serverList())
-	if r.XDPMode != "" {
-		p("percore native's AF_XDP socket: `%s`.\n", r.XDPMode)
+	if len(r.XDPBind) > 0 {
+		p("percore native's AF_XDP sockets, by shard count:")
+		for _, k := range slices.Sorted(maps.Keys(r.XDPBind)) {
+			p(" %d: `%s`;", k, bindSummary(r.XDPBind[k]))
+		}
+		p("\n")
 	}
 	if cfg.BusyPoll > 0 {
 		p("percore native busy-polls its queues (`--busy-poll %d`).\n", cfg.BusyPoll)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,7 +37,7 @@ type Results struct {
 	Points         []*Point          `json:"points"`
 	Skipped        map[string]string `json:"skipped"`         // server -> why it did not run
 	SkippedClients map[string]string `json:"skipped_clients"` // client -> why it did not run
-	XDPMode        string            `json:"xdp_mode"`        // the native stack's bind line for queue 0 (zero-copy or copy)
+	XDPBind        map[int][]string  `json:"xdp_bind"`        // shard count -> the native stack's bind line of every queue
 	Config         *Config           `json:"config"`
 }
 
@@ -86,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg(), Skipped: map[string]string{}, SkippedClients: map[string]string{}, Config: &cfg}
+	res := &Results{Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg(), Skipped: map[string]string{}, SkippedClients: map[string]string{}, XDPBind: map[int][]string{}, Config: &cfg}
 	if bins.peersErr != nil {
 		for _, s := range []string{"fasthttp", "gnet"} {
 			if slices.Contains(cfg.Servers, s) {
@@ -146,7 +148,7 @@ func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t
 			defer p.stop(3 * time.Second)
 			if err = t.ready(ctx, p, port, 10*time.Second); err == nil {
 				if name == "native" {
-					res.XDPMode = bindLine(p.logs.String())
+					res.XDPBind[smp] = bindLines(p.logs.String())
 				}
 				return measureServer(ctx, cfg, bins, t, smp, round, name, port, p, res, logf)
 			}
@@ -268,14 +270,49 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// bindLine finds the AF_XDP socket's "bound in ... mode" log line.
-func bindLine(log string) string {
+// bindRE matches an AF_XDP socket's bind line: interface, queue, and how
+// it bound (mode, UMEM pages, busy polling).
+var bindRE = regexp.MustCompile(`afxdp: \S+ queue (\d+) (bound in .*)$`)
+
+// bindLines finds every queue's bind line in a log, by queue.
+func bindLines(log string) []string {
+	var lines []string
 	for _, l := range strings.Split(log, "\n") {
-		if i := strings.Index(l, "afxdp: "); i >= 0 && strings.Contains(l, " bound in ") {
-			return strings.TrimSpace(l[i:])
+		if m := bindRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			lines = append(lines, "queue "+m[1]+" "+m[2])
 		}
 	}
-	return ""
+	slices.SortFunc(lines, func(a, b string) int { return queueOf(a) - queueOf(b) })
+	return lines
+}
+
+func queueOf(line string) int {
+	n, _ := strconv.Atoi(strings.Fields(line)[1])
+	return n
+}
+
+// bindSummary says how the queues bound in one phrase per way: queues that
+// bound alike share it, so a queue that fell back stands out.
+func bindSummary(lines []string) string {
+	var ways []string
+	queues := map[string][]string{}
+	for _, l := range lines {
+		q, how, _ := strings.Cut(strings.TrimPrefix(l, "queue "), " ")
+		if queues[how] == nil {
+			ways = append(ways, how)
+		}
+		queues[how] = append(queues[how], q)
+	}
+	parts := make([]string, len(ways))
+	for i, how := range ways {
+		qs := queues[how]
+		label := "queue "
+		if len(qs) > 1 {
+			label = "queues "
+		}
+		parts[i] = label + strings.Join(qs, ",") + " " + how
+	}
+	return strings.Join(parts, "; ")
 }
 
 func firstLine(s string) string {

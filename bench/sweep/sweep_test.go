@@ -303,14 +303,15 @@ func TestIfaceMode(t *testing.T) {
 		t.Fatalf("posix skipped: %s", why)
 	}
 	// veth has no zero-copy AF_XDP: the report must say copy mode.
-	if _, skipped := res.Skipped["native"]; !skipped && !strings.Contains(res.XDPMode, "bound in copy mode") {
-		t.Errorf("native's bind line %q does not say copy mode", res.XDPMode)
+	if _, skipped := res.Skipped["native"]; !skipped && (len(res.XDPBind[1]) != 1 || !strings.Contains(res.XDPBind[1][0], "queue 0 bound in copy mode")) {
+		t.Errorf("native's bind lines %v do not say copy mode", res.XDPBind)
 	}
 	if err := res.WriteFiles(nil); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(cfg.Out)
-	if !strings.Contains(string(b), "Network: NIC "+l.ServerIf) || !strings.Contains(string(b), "`--busy-poll 64`") {
+	if !strings.Contains(string(b), "Network: NIC "+l.ServerIf) || !strings.Contains(string(b), "`--busy-poll 64`") ||
+		!strings.Contains(string(b), "by shard count: 1: `queue 0 bound in copy mode") {
 		t.Errorf("report does not describe the NIC setup:\n%s", b)
 	}
 	checkTables(t, string(b), cfg, res)
