@@ -18,9 +18,12 @@
 # through IFACE (same L2 segment, or give the native stack a gateway).
 #
 # CPUS defaults to the CPUs of the NIC's NUMA node (shards on the NIC's
-# socket); k shards take the first k of them. Before each shard count k the
-# sweep sets `ethtool -L IFACE combined k` and points queue q's interrupt at
-# the CPU of shard q (unless SET_CHANNELS=0 / IRQ_AFFINITY=0).
+# socket); k shards take the first k of them, one thread of every physical
+# core before any second thread. Before each shard count k the sweep sets
+# `ethtool -X IFACE default` and `ethtool -L IFACE combined k` and points
+# queue q's interrupt at the CPU of shard q, again after each server starts
+# (i40e resets them on every XDP attach) (unless SET_CHANNELS=0 /
+# IRQ_AFFINITY=0).
 #
 # percore native busy-polls (--busy-poll $BUSY_POLL, 0: off): the shards'
 # system calls run the NIC queues' NAPI poll. For that the sweep sets IFACE's

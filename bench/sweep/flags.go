@@ -51,7 +51,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.Iface, "iface", "", "bare metal: serve on this NIC (no lab); needs --host-ipv4-addr, --cpuset, --client-exec")
 	var addr, cpuset, clientExec string
 	fs.StringVar(&addr, "host-ipv4-addr", "", "bare metal: the server's IPv4 address on --iface")
-	fs.StringVar(&cpuset, "cpuset", "", "bare metal: CPUs for the shards, on the NIC's NUMA node; k shards take the first k")
+	fs.StringVar(&cpuset, "cpuset", "", "bare metal: CPUs for the shards, on the NIC's NUMA node; k shards take the first k, one thread of each physical core before any second thread")
 	fs.StringVar(&clientExec, "client-exec", "", "bare metal: command prefix that runs the client on the client machine, e.g. \"ssh root@loadgen\"")
 	fs.IntVar(&c.ClientThreads, "client-threads", 0, "bare metal: client threads (wrk -t, wreck --smp) on the client machine")
 	fs.BoolVar(&c.SetChannels, "set-channels", false, "bare metal: `ethtool -L IFACE combined k` before each shard count k")
@@ -83,7 +83,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("--cpuset %q: %v; write CPUs like 0-13", cpuset, err)
 		}
-		c.ServerCPUs = set
+		c.ServerCPUs = physicalFirst(set, sysCore)
 	}
 	c.ClientExec = strings.Fields(clientExec)
 	if c.Iface != "" && clients == strings.Join(AllClients, ",") {

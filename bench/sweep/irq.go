@@ -56,32 +56,48 @@ func QueueIRQs(interrupts, iface, pci string) []IRQ {
 
 // pinQueueIRQs points the interrupt of queue q at cpus[q], so each shard's
 // queue is served on its own core, and fails if irqbalance would undo it.
-func pinQueueIRQs(iface string, cpus []int) error {
+// It returns the interrupts it had to move: called again after a server
+// starts, those are the ones the start reset (i40e resets its rings, and
+// their interrupts, on every XDP attach and detach).
+func pinQueueIRQs(iface string, cpus []int) ([]IRQ, error) {
 	if pid := findProcess("irqbalance"); pid != "" {
-		return fmt.Errorf("irqbalance (pid %s) is running and would move the queue interrupts: systemctl stop irqbalance", pid)
-	}
-	b, err := os.ReadFile("/proc/interrupts")
-	if err != nil {
-		return fmt.Errorf("read /proc/interrupts: %w", err)
+		return nil, fmt.Errorf("irqbalance (pid %s) is running and would move the queue interrupts: systemctl stop irqbalance", pid)
 	}
 	pci := ""
 	if dev, err := os.Readlink(filepath.Join("/sys/class/net", iface, "device")); err == nil {
 		pci = filepath.Base(dev)
 	}
+	return pinIRQs("/proc", iface, pci, cpus)
+}
+
+// pinIRQs does pinQueueIRQs under proc (/proc, or a test's copy): every
+// queue interrupt below len(cpus) whose smp_affinity_list is not its CPU
+// is rewritten, and returned.
+func pinIRQs(proc, iface, pci string, cpus []int) ([]IRQ, error) {
+	b, err := os.ReadFile(filepath.Join(proc, "interrupts"))
+	if err != nil {
+		return nil, fmt.Errorf("read /proc/interrupts: %w", err)
+	}
 	irqs := QueueIRQs(string(b), iface, pci)
 	if len(irqs) == 0 {
-		return fmt.Errorf("no queue interrupts of %s in /proc/interrupts: pin them by hand (docs/tuning.md) and drop --irq-affinity", iface)
+		return nil, fmt.Errorf("no queue interrupts of %s in /proc/interrupts: pin them by hand (docs/tuning.md) and drop --irq-affinity", iface)
 	}
+	var moved []IRQ
 	for _, irq := range irqs {
 		if irq.Queue >= len(cpus) {
 			continue
 		}
-		path := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq.Num)
-		if err := os.WriteFile(path, []byte(strconv.Itoa(cpus[irq.Queue])), 0); err != nil {
-			return fmt.Errorf("pin %s (irq %d) to CPU %d: %w", irq.Name, irq.Num, cpus[irq.Queue], err)
+		path := filepath.Join(proc, "irq", strconv.Itoa(irq.Num), "smp_affinity_list")
+		want := strconv.Itoa(cpus[irq.Queue])
+		if cur, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(cur)) == want {
+			continue
 		}
+		if err := os.WriteFile(path, []byte(want), 0); err != nil {
+			return moved, fmt.Errorf("pin %s (irq %d) to CPU %s: %w", irq.Name, irq.Num, want, err)
+		}
+		moved = append(moved, irq)
 	}
-	return nil
+	return moved, nil
 }
 
 // findProcess returns the pid of a process whose command name is comm, or "".

@@ -147,6 +147,11 @@ func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t
 		if p, err = startProc(Labels[name], argv, nil); err == nil {
 			defer p.stop(3 * time.Second)
 			if err = t.ready(ctx, p, port, 10*time.Second); err == nil {
+				if cfg.IRQAffinity && t.lab == nil {
+					if err := repin(cfg, t, smp, name, logf); err != nil {
+						return err
+					}
+				}
 				if name == "native" {
 					res.XDPBind[smp] = bindLines(p.logs.String())
 				}
@@ -160,6 +165,17 @@ func roundServer(ctx context.Context, cfg *Config, bins *binaries, dir string, t
 	res.Skipped[name] = firstLine(err.Error())
 	logf("skip %s from smp %d on: %v", Labels[name], smp, err)
 	return nil
+}
+
+// repin points the queue interrupts at the shards' CPUs again once a
+// server has started: i40e resets its rings, and their interrupts' affinity,
+// on every XDP attach and detach.
+func repin(cfg *Config, t *target, smp int, name string, logf func(string, ...any)) error {
+	moved, err := pinQueueIRQs(cfg.Iface, t.serverCPUs)
+	if len(moved) > 0 {
+		logf("smp %d: %d queue interrupts of %s lost their CPU as %s started: pinned again", smp, len(moved), cfg.Iface, Labels[name])
+	}
+	return err
 }
 
 func measureServer(ctx context.Context, cfg *Config, bins *binaries, t *target, smp, round int, name string, port int, p *proc, res *Results, logf func(string, ...any)) error {

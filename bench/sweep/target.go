@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,22 +67,28 @@ func newLabTarget(smp int) (*target, error) {
 
 // newIfaceTarget serves on a real NIC; the client machine is reached through
 // cfg.ClientExec. With SetChannels the NIC gets exactly smp combined queues.
+// The servers take the first smp of cfg.ServerCPUs (physical cores first),
+// in ascending order as httpd's --cpuset does: shard q on the q-th.
 func newIfaceTarget(cfg *Config, smp int) (*target, error) {
+	cpus := slices.Sorted(slices.Values(cfg.ServerCPUs[:smp]))
 	if cfg.SetChannels {
+		// A table someone set (`ethtool -X`) keeps the channel count from
+		// shrinking below the queues it names: the driver's own first.
+		xout, _ := exec.Command("ethtool", "-X", cfg.Iface, "default").CombinedOutput()
 		out, err := exec.Command("ethtool", "-L", cfg.Iface, "combined", strconv.Itoa(smp)).CombinedOutput()
 		// ethtool exits 80 when the count is already set.
 		if err != nil && !strings.Contains(string(out), "unmodified") {
-			return nil, fmt.Errorf("ethtool -L %s combined %d: %v: %s", cfg.Iface, smp, err, strings.TrimSpace(string(out)))
+			return nil, fmt.Errorf("ethtool -L %s combined %d: %v: %s (ethtool -X %s default said: %q)", cfg.Iface, smp, err, strings.TrimSpace(string(out)), cfg.Iface, strings.TrimSpace(string(xout)))
 		}
 	}
 	if cfg.IRQAffinity {
-		if err := pinQueueIRQs(cfg.Iface, cfg.ServerCPUs[:smp]); err != nil {
+		if _, err := pinQueueIRQs(cfg.Iface, cpus); err != nil {
 			return nil, err
 		}
 	}
 	return &target{
 		serverIP: cfg.ServerAddr, iface: cfg.Iface,
-		clientPre: cfg.ClientExec, serverCPUs: cfg.ServerCPUs[:smp],
+		clientPre: cfg.ClientExec, serverCPUs: cpus,
 		threads: cfg.ClientThreads, wreck: cfg.ClientWreck,
 		describe: fmt.Sprintf("NIC %s, server %s, client via %q", cfg.Iface, cfg.ServerAddr, strings.Join(cfg.ClientExec, " ")),
 	}, nil
