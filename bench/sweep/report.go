@@ -54,7 +54,11 @@ func (r *Results) Markdown(w io.Writer, svgs map[int]string) {
 	p("wreck times every request; wrk has no p99.9, with pipelining it records one latency per batch of pipelined requests,\n")
 	p("and it now and then prints 0.00us for a percentile: latency cells are medians over the rounds that reported one (– if none did).\n")
 	p("CPU-µs/req is the whole machine's busy time from `/proc/stat` (user+nice+system+irq+softirq) during the run\n")
-	p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
+	if cfg.Iface == "" {
+		p("divided by the responses: client and server together on one machine, so compare it between servers, not with bare metal.\n")
+	} else {
+		p("divided by the responses, on the server machine only (the clients run on their own).\n")
+	}
 	p("Servers: %s.\n", r.serverList())
 	if len(r.XDPBind) > 0 {
 		p("percore native's AF_XDP sockets, by shard count:")
@@ -246,6 +250,10 @@ func (r *Results) seastarTable(w io.Writer) {
 		p("| %d | %s | %s | %s | %s |\n", k, sea, seaCore, our, ourCore)
 	}
 	p("\nWhat differs:\n\n")
+	if r.Config.Iface != "" {
+		r.bareMetalDiffers(w)
+		return
+	}
 	p("- NIC: Seastar drove a 40GbE Intel NIC through DPDK's poll-mode driver, with hardware RSS over one queue per core.\n")
 	p("  This sweep's wire is a veth pair inside one guest: the kernel copies every frame, on the same CPUs the servers use.\n")
 	p("- Copy vs zero-copy: DPDK hands the NIC's buffers to the application (zero-copy). AF_XDP on veth works in copy mode\n")
@@ -258,6 +266,34 @@ func (r *Results) seastarTable(w io.Writer) {
 	p("  closest to seawreck) takes kernel TCP out of the client. Read the CPU-µs/req table as well as req/s.\n")
 	p("- To reproduce Seastar's setup, run `bench/baremetal-sweep.sh` on the dual-Xeon 40GbE target with a second machine\n")
 	p("  as the client, prepared as in [tuning.md](tuning.md).\n\n")
+}
+
+// bareMetalDiffers is what still differs from Seastar's setup when the
+// sweep ran on a real NIC with the clients on another machine.
+func (r *Results) bareMetalDiffers(w io.Writer) {
+	cfg := r.Config
+	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
+	p("- NIC and driver: Seastar drove a 40GbE Intel NIC through DPDK's poll-mode driver, which owns the NIC; percore drives\n")
+	p("  %s through the kernel's driver with AF_XDP, beside the kernel's own traffic, bound as the sockets' lines above say\n", cfg.Iface)
+	p("  (zero-copy on i40e, ice and mlx5 from Linux 6.1; copy mode costs a copy per frame each way).\n")
+	if cfg.BusyPoll > 0 {
+		p("- Polling: DPDK polls the NIC from the application and takes no interrupt; percore busy-polls (`--busy-poll %d`, with\n", cfg.BusyPoll)
+		p("  napi_defer_hard_irqs and gro_flush_timeout set by bench/baremetal-sweep.sh), so the NAPI poll runs in the shard's\n")
+		p("  system calls, and an idle shard sleeps until an interrupt comes back.\n")
+	} else {
+		p("- Polling: DPDK polls the NIC from the application and takes no interrupt; percore ran without busy polling here,\n")
+		p("  so each batch costs a hardware interrupt and a softirq on the shard's core.\n")
+	}
+	p("- Client: seawreck ran on Seastar's native stack; here ")
+	if r.hasClient("wreck-native") {
+		p("wreck-native is the closest (percore's stack over AF_XDP on the client machine,\n")
+		p("  source ports chosen by the client NIC's RSS key and table); wreck and wrk use the client machine's kernel TCP, which\n")
+		p("  can saturate before the server does: watch the client machine's CPU.\n")
+	} else {
+		p("wreck and wrk use the client machine's kernel TCP, which can saturate before the\n")
+		p("  server does: watch the client machine's CPU, or add --clients wreck-native with the client NIC.\n")
+	}
+	p("- Hardware: Seastar used 2x Xeon E5-2695v3 (14 cores each); this machine: %s, `nproc` %d.\n\n", r.Machine.CPU, r.Machine.NProc)
 }
 
 func sortedKeys(m map[string]string) []string {
