@@ -8,6 +8,14 @@
 #   IFACE=eth2 SERVER_IP=198.18.0.1 CLIENT=root@loadgen bench/baremetal-sweep.sh
 #   IFACE=eth2 SERVER_IP=198.18.0.1 CLIENT=root@loadgen SMP=2,4,8,16,24,28,32 \
 #     ROUNDS=3 DURATION=10s PIPELINE=1,16 CONN=1024 CLIENT_THREADS=32 OUT=docs/benchmarks.md bench/baremetal-sweep.sh
+#   IFACE=eth2 SERVER_IP=198.18.0.1 CLIENT=root@loadgen CLIENT_IFACE=eth2 CLIENT_NATIVE_IP=198.18.0.3 bench/baremetal-sweep.sh
+#
+# CLIENT_IFACE and CLIENT_NATIVE_IP add wreck-native, percore's kernel-bypass
+# client (as seawreck on Seastar's native stack), on the client machine's NIC
+# with an address no interface there holds; the sweep reads that NIC's RSS
+# key and table size there (ethtool -x) so that each client shard picks
+# source ports whose replies hash to its own queue. The client machine then
+# needs ethtool and at least CLIENT_THREADS queues on CLIENT_IFACE.
 #
 # Run as root on the server machine, from the repository. It needs go, ethtool
 # and nginx here, and wrk on the client (ssh as root without a
@@ -122,6 +130,10 @@ flags=(--iface "$IFACE" --host-ipv4-addr "$SERVER_IP" --cpuset "$CPUS" --smp "$S
 	--servers "$SERVERS" --out "$OUT" --svg "$SVG" --json "${OUT%.md}.json" --busy-poll "$BUSY_POLL")
 ((SET_CHANNELS)) && flags+=(--set-channels)
 ((IRQ_AFFINITY)) && flags+=(--irq-affinity)
+if [[ -n ${CLIENT_IFACE:-} ]]; then
+	: "${CLIENT_NATIVE_IP:?set CLIENT_NATIVE_IP, the address of wreck-native on CLIENT_IFACE (one no interface there holds)}"
+	flags+=(--client-iface "$CLIENT_IFACE" --client-ipv4-addr "$CLIENT_NATIVE_IP")
+fi
 # go run's child gets SIGINT from the terminal's process group; it stops
 # every server it started before it exits, and then the traps above restore.
 go run ./cmd/bench sweep "${flags[@]}"

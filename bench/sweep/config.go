@@ -48,6 +48,8 @@ type Config struct {
 	IRQAffinity     bool       // point queue q's interrupt at shard q's CPU for each shard count
 	ClientWreck     string     // wreck's path on the client machine
 	ClientWrkScript string     // bench/wrk-pipeline.lua's path on the client machine
+	ClientIface     string     // the client machine's NIC for wreck-native ("": no wreck-native)
+	ClientAddr      netip.Addr // wreck-native's own IPv4 address on ClientIface, one no kernel interface there holds
 
 	ReportFrom string `json:"-"` // rewrite the outputs from this saved JSON instead of measuring
 
@@ -137,8 +139,8 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Iface != "" {
-		if slices.Contains(c.Clients, "wreck-native") {
-			return fmt.Errorf("--clients wreck-native runs only in the lab: on bare metal run wreck --network-stack native on the client machine by hand, or drop it")
+		if slices.Contains(c.Clients, "wreck-native") && (c.ClientIface == "" || !c.ClientAddr.Is4()) {
+			return fmt.Errorf("--clients wreck-native on bare metal needs --client-iface and --client-ipv4-addr, the client machine's NIC and an address no interface there holds")
 		}
 		if len(c.ServerCPUs) == 0 {
 			return fmt.Errorf("--iface %s needs --cpuset, the CPUs on the NIC's NUMA node for the shards", c.Iface)

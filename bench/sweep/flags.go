@@ -49,7 +49,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.JSON, "json", c.JSON, "raw samples as JSON (empty: none)")
 	fs.StringVar(&c.ReportFrom, "report-from", "", "do not measure: rewrite the report and plots from a saved --json file")
 	fs.StringVar(&c.Iface, "iface", "", "bare metal: serve on this NIC (no lab); needs --host-ipv4-addr, --cpuset, --client-exec")
-	var addr, cpuset, clientExec string
+	var addr, cpuset, clientExec, clientAddr string
 	fs.StringVar(&addr, "host-ipv4-addr", "", "bare metal: the server's IPv4 address on --iface")
 	fs.StringVar(&cpuset, "cpuset", "", "bare metal: CPUs for the shards, on the NIC's NUMA node; k shards take the first k, one thread of each physical core before any second thread")
 	fs.StringVar(&clientExec, "client-exec", "", "bare metal: command prefix that runs the client on the client machine, e.g. \"ssh root@loadgen\"")
@@ -57,6 +57,8 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.BoolVar(&c.SetChannels, "set-channels", false, "bare metal: `ethtool -L IFACE combined k` before each shard count k")
 	fs.BoolVar(&c.IRQAffinity, "irq-affinity", false, "bare metal: pin queue q's interrupt to shard q's CPU for each shard count (irqbalance must be off)")
 	fs.StringVar(&c.ClientWreck, "client-wreck", "wreck", "bare metal: wreck's path on the client machine")
+	fs.StringVar(&c.ClientIface, "client-iface", "", "bare metal: the client machine's NIC, for wreck-native (its RSS key and table are read there with ethtool -x)")
+	fs.StringVar(&clientAddr, "client-ipv4-addr", "", "bare metal: wreck-native's own IPv4 address on --client-iface, one no kernel interface there holds")
 	fs.StringVar(&c.ClientWrkScript, "client-wrk-script", "/tmp/wrk-pipeline.lua", "bare metal: bench/wrk-pipeline.lua's path on the client machine")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,7 +88,14 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 		c.ServerCPUs = physicalFirst(set, sysCore)
 	}
 	c.ClientExec = strings.Fields(clientExec)
-	if c.Iface != "" && clients == strings.Join(AllClients, ",") {
+	if clientAddr != "" {
+		a, err := netip.ParseAddr(clientAddr)
+		if err != nil || !a.Is4() {
+			return c, fmt.Errorf("--client-ipv4-addr %q: give an IPv4 address such as 198.18.0.3", clientAddr)
+		}
+		c.ClientAddr = a
+	}
+	if c.Iface != "" && c.ClientIface == "" && clients == strings.Join(AllClients, ",") {
 		c.Clients = []string{"wreck", "wrk"} // the native client needs the client machine's NIC
 	}
 	if c.Iface != "" && !smps.set {

@@ -26,7 +26,18 @@ func TestParseFlags(t *testing.T) {
 		!slices.Equal(c.Pipeline, []int{1, 16}) || c.ServerAddr.String() != "198.18.0.1" || c.BusyPoll != 64 {
 		t.Errorf("--iface config: %+v", c)
 	}
+	c, err = ParseFlags([]string{"--iface", "eth2", "--host-ipv4-addr", "198.18.0.1", "--cpuset", "0-3",
+		"--client-exec", "ssh root@loadgen", "--client-threads", "8", "--client-iface", "eth5", "--client-ipv4-addr", "198.18.0.3"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(c.Clients, "wreck-native") || c.ClientIface != "eth5" || c.ClientAddr.String() != "198.18.0.3" {
+		t.Errorf("--client-iface config: %+v", c)
+	}
+	metal := []string{"--iface", "eth2", "--cpuset", "0-3", "--host-ipv4-addr", "198.18.0.1", "--client-exec", "ssh x", "--client-threads", "2"}
 	for _, bad := range [][]string{
+		append(slices.Clone(metal), "--clients", "wreck-native"),
+		append(slices.Clone(metal), "--client-iface", "eth5", "--client-ipv4-addr", "::1"),
 		{"--smp", "0"},
 		{"--smp", "1-999"},
 		{"--duration", "1500ms"},

@@ -179,15 +179,27 @@ func clientArgv(client string, cfg *Config, b *binaries, t *target, port, pipeli
 			argv = append(argv, "--cpuset", cpuList(t.clientCPUs))
 		}
 	case "wreck-native":
-		// wreck on percore's native stack, on the client end's queues with an
-		// address no kernel interface holds (lab.NativePair's .3); it enters
-		// the client namespace itself (--netns). One client shard per queue at
-		// most: the lab has as many queues as server shards.
-		n := min(t.threads, t.queues)
-		argv = []string{b.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
-			"--host-ipv4-addr", lab.Host(t.lab.Subnet, 3).String(), "--netmask-ipv4-addr", "255.255.255.0",
-			"--server", addr, "--smp", strconv.Itoa(n), "--cpuset", cpuList(t.clientCPUs[:n]),
-			"--conn", strconv.Itoa(cfg.Conns), "--pipeline", strconv.Itoa(pipeline), "--duration", secs + "s", "--json"}
+		// wreck on percore's native stack with an address no kernel interface
+		// holds. In the lab: on the client end's queues (lab.NativePair's .3),
+		// entering the client namespace itself (--netns), one client shard
+		// per queue at most (the lab has as many queues as server shards). On
+		// bare metal: on the client machine's NIC, with that NIC's RSS key and
+		// table size, so each client shard opens only connections whose
+		// replies hash to its own queue.
+		if t.lab == nil {
+			argv = append(argv, cfg.ClientWreck, "--network-stack", "native", "--iface", cfg.ClientIface,
+				"--host-ipv4-addr", cfg.ClientAddr.String(), "--smp", strconv.Itoa(t.threads))
+			if t.rssKey != "" {
+				argv = append(argv, "--rss-key", t.rssKey, "--rss-table", strconv.Itoa(t.rssTable))
+			}
+		} else {
+			n := min(t.threads, t.queues)
+			argv = []string{b.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
+				"--host-ipv4-addr", lab.Host(t.lab.Subnet, 3).String(), "--netmask-ipv4-addr", "255.255.255.0",
+				"--smp", strconv.Itoa(n), "--cpuset", cpuList(t.clientCPUs[:n])}
+		}
+		argv = append(argv, "--server", addr, "--conn", strconv.Itoa(cfg.Conns), "--pipeline", strconv.Itoa(pipeline),
+			"--duration", secs+"s", "--json")
 		if cfg.BusyPoll > 0 {
 			argv = append(argv, "--busy-poll", strconv.Itoa(cfg.BusyPoll))
 		}

@@ -293,7 +293,8 @@ func TestIfaceMode(t *testing.T) {
 	cfg.ServerCPUs, cfg.SMPs = []int{runtime.NumCPU() - 1}, []int{1}
 	cfg.ClientExec, cfg.ClientThreads = strings.Fields(l.ClientExec()), 1
 	cfg.ClientWreck, cfg.ClientWrkScript = wreck, filepath.Join(cfg.Root, "bench", "wrk-pipeline.lua")
-	cfg.Servers, cfg.Clients = []string{"native", "posix"}, []string{"wreck", "wrk"}
+	cfg.Servers, cfg.Clients = []string{"native", "posix"}, []string{"wreck", "wrk", "wreck-native"}
+	cfg.ClientIface, cfg.ClientAddr = l.ClientIf, lab.Host(l.Subnet, 3)
 	cfg.BusyPoll = 64 // veth takes the options; they change nothing there
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -301,6 +302,10 @@ func TestIfaceMode(t *testing.T) {
 	}
 	if why, ok := res.Skipped["posix"]; ok {
 		t.Fatalf("posix skipped: %s", why)
+	}
+	// veth has no RSS table: wreck-native runs without a port filter.
+	if why, ok := res.SkippedClients["wreck-native"]; ok || !res.hasClient("wreck-native") || !strings.Contains(res.Target, "wreck-native without an RSS port filter") {
+		t.Errorf("wreck-native on the client's NIC: skipped %q, target %q", why, res.Target)
 	}
 	// veth has no zero-copy AF_XDP: the report must say copy mode.
 	if _, skipped := res.Skipped["native"]; !skipped && (len(res.XDPBind[1]) != 1 || !strings.Contains(res.XDPBind[1][0], "queue 0 bound in copy mode")) {

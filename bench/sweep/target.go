@@ -30,6 +30,8 @@ type target struct {
 	threads    int    // client threads: wrk -t, wreck --smp
 	wreck      string // wreck's path where the client runs
 	queues     int    // lab queues on each end (lab only)
+	rssKey     string // the client NIC's RSS key for wreck-native (bare metal only)
+	rssTable   int    // and its indirection table's size
 	describe   string
 	lab        *lab.Lab
 }
@@ -86,12 +88,29 @@ func newIfaceTarget(cfg *Config, smp int) (*target, error) {
 			return nil, err
 		}
 	}
-	return &target{
+	t := &target{
 		serverIP: cfg.ServerAddr, iface: cfg.Iface,
 		clientPre: cfg.ClientExec, serverCPUs: cpus,
 		threads: cfg.ClientThreads, wreck: cfg.ClientWreck,
 		describe: fmt.Sprintf("NIC %s, server %s, client via %q", cfg.Iface, cfg.ServerAddr, strings.Join(cfg.ClientExec, " ")),
-	}, nil
+	}
+	if slices.Contains(cfg.Clients, "wreck-native") {
+		argv := append(slices.Clone(cfg.ClientExec), "ethtool", "-x", cfg.ClientIface)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := runClient(ctx, argv)
+		cancel()
+		if err == nil {
+			t.rssKey, t.rssTable, err = ParseEthtoolX(string(out))
+		}
+		if err != nil {
+			// A NIC without a table (veth) sends each reply to the queue
+			// its flow left from: no filter needed. One that has a table
+			// but would not say gets misrouted replies, and the report
+			// says why wreck-native failed.
+			t.describe += fmt.Sprintf("; wreck-native without an RSS port filter (%s: %v)", strings.Join(argv, " "), err)
+		}
+	}
+	return t, nil
 }
 
 func (t *target) close() error {
