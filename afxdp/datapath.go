@@ -159,12 +159,12 @@ const maxKicks = 64
 
 // Kick makes the kernel send what is on the tx ring. Zero-copy: one sendto,
 // only when the driver asked for a wakeup or, busy polling, when frames wait
-// on the tx ring. Copy mode: the kernel sends only
-// a limited number of frames per call (32 by default) and always wants the
-// call, so Kick keeps calling while frames are outstanding, at most maxKicks
-// times. EAGAIN, EBUSY and ENOBUFS are normal backpressure (reap completions
-// and kick again later) and counted, not returned. It returns only an
-// unexpected errno, for example ENETDOWN.
+// on the tx ring. Copy mode: the kernel sends only a limited number of
+// frames per call (32 by default) and always wants the call, so Kick keeps
+// calling while frames are outstanding, at most maxKicks times. EAGAIN,
+// EBUSY and ENOBUFS are normal backpressure (reap completions and kick again
+// later) and counted, not returned. It returns only an unexpected errno, for
+// example ENETDOWN.
 func (s *Socket) Kick() error {
 	if s.zeroCopy {
 		// A busy-polling socket's sendto runs the NAPI poll that sends.
