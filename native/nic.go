@@ -37,8 +37,10 @@ type nic struct {
 }
 
 // readNIC reads the interface's driver and offloads through the ethtool
-// ioctls. An interface without them (no ethtool support) reads as unknown
-// and passes the checks: the attach reports what it refuses.
+// ioctls, the VLAN interfaces on it through netlink, and the kernel's
+// release. What cannot be read (no ethtool support) reads as unknown and
+// passes the checks: the attach reports what it refuses. It runs in the
+// interface's network namespace.
 func readNIC(ifi *net.Interface) nic {
 	n := nic{name: ifi.Name, mtu: ifi.MTU, vlans: vlansOn(ifi.Index)}
 	var u unix.Utsname
