@@ -80,6 +80,7 @@ type Device struct {
 	frags *fragRouter // ICMP "fragmentation needed" between the queues' stacks; nil with one queue
 
 	fellBack bool // RSSAuto found no table it could program
+	nic      nic  // what the checks read of the interface
 	allTCP   bool // every TCP port of the address is ours (Config.OwnsAddr)
 }
 
@@ -233,7 +234,8 @@ func (d *Device) check() error {
 	if d.mtu < minMTU {
 		return fmt.Errorf("native: %w: %s has %d, the stack needs %d", ErrMTU, c.Iface, d.mtu, minMTU)
 	}
-	if err := readNIC(ifi).check(c.XDPMode); err != nil {
+	d.nic = readNIC(ifi)
+	if err := d.nic.check(c.XDPMode); err != nil {
 		return err
 	}
 	nq, err := afxdp.RxQueues(ifi.Index)

@@ -34,6 +34,7 @@ type nic struct {
 	mtu      int
 	kernel   [2]int   // the running kernel's major and minor release ({0, 0} unknown)
 	vlans    []string // VLAN interfaces on top of it (netlink)
+	indir    int      // entries of its RSS indirection table (0: none)
 }
 
 // readNIC reads the interface's driver and offloads through the ethtool
@@ -54,8 +55,16 @@ func readNIC(ifi *net.Interface) nic {
 	defer e.Close()
 	n.driver, _ = e.DriverName(ifi.Name)
 	n.features, _ = e.Features(ifi.Name)
+	if t, err := getIndir(ifi.Name); err == nil {
+		n.indir = len(t)
+	}
 	return n
 }
+
+// RSSTableSize is the entries of the interface's RSS indirection table as
+// Open found it, 0 when it has none: with the NIC's key, what a client
+// needs to tell which queue a flow's replies land on.
+func (d *Device) RSSTableSize() int { return d.nic.indir }
 
 // vlansOn names the VLAN interfaces whose parent is ifindex.
 func vlansOn(ifindex int) []string {

@@ -37,7 +37,7 @@ type NativeConfig struct {
 	// port map.
 	PortLo, PortHi uint16
 	RSSKey         []byte // Toeplitz key of the client NIC (ethtool -x); nil: no RSS filter
-	RSSTable       int    // RSS indirection table size; entry i -> queue i % SMP [128]
+	RSSTable       int    // RSS indirection table size; entry i -> queue i % SMP [the NIC's, read at start]
 }
 
 // bindNativeFlags adds the native stack's flags to fs; their values go
@@ -82,7 +82,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		n.RSSKey, err = parseHexKey(s)
 		return err
 	})
-	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod --smp, as ethtool -X IFACE equal N sets it (default 128)")
+	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod --smp, as ethtool -X IFACE equal N sets it (default: the size of --iface's table)")
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
@@ -146,9 +146,6 @@ func (n *NativeConfig) validate(c *Config) error {
 	if n.Frames == 0 {
 		n.Frames = 4096
 	}
-	if n.RSSTable == 0 {
-		n.RSSTable = 128
-	}
 	switch {
 	case n.Iface == "":
 		return errors.New("--iface is required with --network-stack native: name the interface whose queues the shards own")
@@ -156,7 +153,7 @@ func (n *NativeConfig) validate(c *Config) error {
 		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
 	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
-	case n.RSSTable < 1:
+	case n.RSSTable < 0:
 		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
 	case n.BusyPoll < 0 || n.BusyPoll > 65535:
 		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)

@@ -147,8 +147,20 @@ func TestNativeE2E(t *testing.T) {
 	})
 	t.Run("rate", func(t *testing.T) {
 		before := accepted(srv)
-		res := nativeRun(t, pair, srv, cpus, "--rate", "20000", "--pipeline", "4", "--reqs", "4000")
+		res := nativeRun(t, pair, srv, cpus, "--rate", "20000", "--pipeline", "4", "--reqs", "4000", "--busy-poll", "64")
 		checkRun(t, res, 4000, srv, before)
+	})
+	t.Run("rss key, no table", func(t *testing.T) {
+		// veth has no indirection table whose size --rss-table could default to.
+		args := append(pair.NativeClientArgs(), "--netns", pair.ClientNS.Name, "--server", srv.addr.String(),
+			"--reqs", "1", "--rss-key", "6d:5a:56:da:25:5b:0e:c2:41:67:25:3d:43:a3:8f:b0")
+		cfg, _, err := ParseFlags(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "has no RSS indirection table to read the size of: give --rss-table") {
+			t.Errorf("Run: %v", err)
+		}
 	})
 	t.Run("oneshot", func(t *testing.T) {
 		before := accepted(srv)

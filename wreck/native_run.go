@@ -41,6 +41,11 @@ func runNative(cfg Config) (*Result, error) {
 		return nil, n.explain(err, cfg.SMP)
 	}
 	defer dev.Close()
+	if len(n.RSSKey) > 0 && n.RSSTable == 0 {
+		if n.RSSTable = dev.RSSTableSize(); n.RSSTable == 0 {
+			return nil, fmt.Errorf("--rss-key: %s has no RSS indirection table to read the size of: give --rss-table", n.Iface)
+		}
+	}
 
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	var seed [8]byte
