@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"strconv"
 )
 
@@ -119,35 +120,63 @@ func (c *Conn) serve() {
 	isHead := string(method) == "HEAD"
 	getOrHead := isHead || string(method) == "GET"
 
-	rt := c.srv.site.lookup(path)
-	switch {
-	case rt.ep != nil:
-		h := rt.ep.handler(method)
+	if ep := c.srv.site.lookup(path); ep != nil {
+		h := ep.handler(method)
 		if h == nil {
-			c.respondText(405, isHead, rt.ep.allow, nil)
+			c.respondText(405, isHead, ep.allow, nil)
 			return
 		}
 		c.serveHandler(h, isHead)
-	case rt.file != nil:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.serveFile(rt.file, isHead)
-	case rt.redirect:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.respondText(301, isHead, path, query)
-	case rt.hello:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.serveHello(isHead)
-	default:
+		return
+	}
+	if c.srv.cache != nil {
+		c.serveStatic(path, query, isHead, getOrHead)
+		return
+	}
+	c.serveBuiltin(path, isHead, getOrHead)
+}
+
+// serveBuiltin answers a path nothing else serves: the built-in hello at "/",
+// else 404.
+func (c *Conn) serveBuiltin(path []byte, isHead, getOrHead bool) {
+	switch {
+	case len(path) != 1 || path[0] != '/':
 		c.respondText(404, isHead, nil, nil)
+	case !getOrHead:
+		c.respondText(405, isHead, nil, nil)
+	default:
+		c.serveHello(isHead)
+	}
+}
+
+var dotSegment = []byte("/.")
+
+// serveStatic serves path from the docroot: from the shard's cache, or, on a
+// miss, once a file job has resolved it (c waits; resume calls serve again
+// with ready set). Dotfiles and dot-directories are never looked up.
+func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
+	e := c.ready
+	c.ready = nil
+	if e == nil {
+		if bytes.Contains(path, dotSegment) {
+			c.serveBuiltin(path, isHead, getOrHead)
+			return
+		}
+		if e = c.srv.cache.get(path); e == nil {
+			if e = c.srv.load(c, path); e == nil {
+				return // waiting
+			}
+		}
+	}
+	switch {
+	case e.kind == entMissing:
+		c.serveBuiltin(path, isHead, getOrHead)
+	case !getOrHead:
+		c.respondText(405, isHead, nil, nil)
+	case e.kind == entRedirect:
+		c.respondText(301, isHead, path, query)
+	default:
+		c.serveFile(e.file, isHead)
 	}
 }
 
@@ -212,8 +241,14 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 		c.finish(200, 0)
 		return
 	}
+	if f.streamed {
+		c.push(f.full[:f.headLen], -1)
+		c.startStream(f, 0, f.size)
+		c.finish(200, int(f.size))
+		return
+	}
 	c.push(f.full, -1)
-	c.finish(200, f.size)
+	c.finish(200, int(f.size))
 }
 
 // serveHandler runs a dynamic handler and copies its response into the arena.

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestDocrootLargerThanCacheOverTheWire serves a docroot about fifty times
+// --cache-size through the shards' file readers, from several clients at
+// once, and checks every body by sha256; a few files are large enough to
+// stream from disk.
+func TestDocrootLargerThanCacheOverTheWire(t *testing.T) {
+	const files = 400
+	rng := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	sums := make([][32]byte, files)
+	total := 0
+	for i := range files {
+		size := 1 + rng.IntN(64<<10)
+		if i%100 == 0 {
+			size = 2<<20 + i // streamed
+		}
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(rng.Uint32())
+		}
+		sub := filepath.Join(dir, fmt.Sprintf("d%d", i%10))
+		must(t, os.MkdirAll(sub, 0o755))
+		must(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%d.bin", i)), b, 0o644))
+		sums[i] = sha256.Sum256(b)
+		total += size
+	}
+	ts := startTestServer(t, func(o *Options) {
+		o.Docroot = dir
+		o.CacheSize = 512 << 10
+	})
+	t.Logf("docroot %d bytes, cache %d", total, 512<<10)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: 20 * time.Second}
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 150 {
+				i := r.IntN(files)
+				if r.IntN(2) == 0 {
+					i = r.IntN(20) // a hot set
+				}
+				resp, err := c.Get(fmt.Sprintf("%s/d%d/f%d.bin", ts.base, i%10, i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || sha256.Sum256(body) != sums[i] {
+					errs <- fmt.Errorf("f%d: status %d, %d bytes, %v: sha256 differs", i, resp.StatusCode, len(body), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if ts.counter("http.cache_evictions") == 0 || ts.counter("http.cache_hits") == 0 || ts.counter("http.file_jobs") == 0 {
+		t.Errorf("hits %d, evictions %d, file jobs %d", ts.counter("http.cache_hits"),
+			ts.counter("http.cache_evictions"), ts.counter("http.file_jobs"))
+	}
+}
+
+func TestParseCacheSize(t *testing.T) {
+	for in, want := range map[string]int64{"1G": 1 << 30, "300m": 300 << 20, "65536": 64 << 10, "512K": 512 << 10} {
+		o, err := ParseFlags([]string{"--cache-size", in}, nil)
+		if err != nil || o.CacheSize != want {
+			t.Errorf("--cache-size %s: %d, %v; want %d", in, o.CacheSize, err, want)
+		}
+	}
+	if o, _ := ParseFlags(nil, nil); o.CacheSize != DefaultCacheSize {
+		t.Errorf("default %d", o.CacheSize)
+	}
+	for _, in := range []string{"10", "x", "-1M", "", "1T"} {
+		if _, err := ParseFlags([]string{"--cache-size", in}, nil); err == nil {
+			t.Errorf("--cache-size %q: no error", in)
+		}
+	}
+}
