@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,5 +96,40 @@ func TestParseCacheSize(t *testing.T) {
 		if _, err := ParseFlags([]string{"--cache-size", in}, nil); err == nil {
 			t.Errorf("--cache-size %q: no error", in)
 		}
+	}
+}
+
+// TestReloadOnHUP: after SIGHUP a file changed on disk is served (within the
+// shards' next Tick); before it the cached copy is.
+func TestReloadOnHUP(t *testing.T) {
+	ts := startTestServer(t, func(o *Options) { o.SMP = 1 }) // one cache, so "before" is certain
+	get := func() string {
+		resp, err := http.Get(ts.base + "/f1.txt")
+		must(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return string(b)
+	}
+	if b := get(); b != "file 1\n" {
+		t.Fatalf("%q", b)
+	}
+	must(t, os.WriteFile(filepath.Join(ts.dir, "www", "f1.txt"), []byte("changed\n"), 0o644))
+	if b := get(); b != "file 1\n" {
+		t.Fatalf("before SIGHUP: %q", b)
+	}
+	sig := make(chan os.Signal, 1)
+	said := make(chan struct{}, 1)
+	stops := ts.ReloadOnHUP(sig, func() { said <- struct{}{} })
+	sig <- syscall.SIGHUP
+	<-said
+	for deadline := time.Now().Add(5 * time.Second); get() != "changed\n"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("changed file not served after SIGHUP")
+		}
+	}
+	sig <- syscall.SIGTERM
+	if v := <-stops; v != syscall.SIGTERM {
+		t.Fatalf("passed on %v", v)
 	}
 }

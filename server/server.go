@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"percore/httpd"
@@ -188,8 +189,41 @@ func (s *Server) release() {
 	s.site.Close()
 }
 
+// ReloadOnHUP passes on the signals of sig that stop the server and obeys
+// SIGHUP (Reload, then said is called) until sig is closed or the server is
+// done.
+func (s *Server) ReloadOnHUP(sig <-chan os.Signal, said func()) <-chan os.Signal {
+	stops := make(chan os.Signal, 2)
+	go func() {
+		for {
+			select {
+			case v, ok := <-sig:
+				if !ok {
+					close(stops)
+					return
+				}
+				if v != syscall.SIGHUP {
+					select {
+					case stops <- v:
+					case <-s.done:
+						return
+					}
+					continue
+				}
+				s.Reload()
+				if said != nil {
+					said()
+				}
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return stops
+}
+
 // Reload makes every shard forget the docroot files it cached (within a
-// second), so that files changed on disk are served.
+// second), so that files changed on disk are served; Main calls it on SIGHUP.
 func (s *Server) Reload() { s.site.Reload() }
 
 func (s *Server) closeLog() {
@@ -251,6 +285,9 @@ func Main(name string, args []string, stderr io.Writer, sig <-chan os.Signal, ro
 	if o.StatsInterval > 0 {
 		go printStats(stderr, name, s.group.Stats, o.StatsInterval, stopStats)
 	}
+	sig = s.ReloadOnHUP(sig, func() {
+		fmt.Fprintf(stderr, "%s: SIGHUP: cached files dropped; files changed on disk are served within a second\n", name)
+	})
 	select {
 	case <-sig:
 	case <-s.Done():
