@@ -60,6 +60,9 @@
 //   - Paths are percent-decoded and normalised before lookup; "..", encoded "/"
 //     or "\", and NUL are answered 400. Files are opened below the docroot
 //     directory with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).
+//   - Static files answer Range with 206 (one range), 416, or 200 whole (several
+//     ranges), If-Match and If-Unmodified-Since with 412, and If-None-Match and
+//     If-Modified-Since with 304, in RFC 9110's order (see ranges.go).
 //   - Every response carries Content-Length except 204 and a handler's 304,
 //     where RFC 9110 8.6 forbids it; static 304s carry the 200's length.
 //   - "OPTIONS *" gets 200 with Allow; other asterisk-form and authority-form

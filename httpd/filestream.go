@@ -55,7 +55,7 @@ func (c *Conn) readChunk() {
 		st.bufs[i] = c.srv.takeChunk()
 	}
 	j := &st.job
-	j.c, j.gen, j.off, j.buf = c, c.gen, st.next, st.bufs[i]
+	j.c, j.gen, j.off, j.buf = c, c.gen, st.next, st.bufs[i][:min(int64(chunkSize), st.end-st.next)]
 	st.busy = true
 	c.srv.submit(j)
 }

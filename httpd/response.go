@@ -227,11 +227,18 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 	d := c.srv.date
 	h := &c.h
 	in := c.in[c.r:]
+	if (h.im.ok() || h.ius.ok()) && f.preconditionFailed(h, in) {
+		c.respondText(412, isHead, nil, nil)
+		return
+	}
 	if f.notModified(in[h.inmOff:h.inmOff+h.inmLen], in[h.imsOff:h.imsOff+h.imsLen], h.hasINM, h.hasIMS) {
 		c.push(d.nm, -1)
 		c.push(c.connLine(), -1)
 		c.push(f.nm, -1)
 		c.finish(304, 0)
+		return
+	}
+	if h.rng.ok() && !isHead && c.serveRange(f) {
 		return
 	}
 	c.push(d.ok, -1)
@@ -405,12 +412,16 @@ func statusText(code int) string {
 		return "Conflict"
 	case 411:
 		return "Length Required"
+	case 412:
+		return "Precondition Failed"
 	case 413:
 		return "Content Too Large"
 	case 414:
 		return "URI Too Long"
 	case 415:
 		return "Unsupported Media Type"
+	case 416:
+		return "Range Not Satisfiable"
 	case 429:
 		return "Too Many Requests"
 	case 431:

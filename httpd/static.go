@@ -40,7 +40,7 @@ func newStaticFile(rel string, data []byte, size int64, mod time.Time) *staticFi
 	ctype := "Content-Type: " + contentType(rel) + "\r\n"
 	validators := "ETag: " + etag + "\r\nLast-Modified: " + lm + "\r\n"
 	cl := "Content-Length: " + strconv.FormatInt(size, 10) + "\r\n"
-	head := ctype + cl + validators + "\r\n"
+	head := ctype + cl + "Accept-Ranges: bytes\r\n" + validators + "\r\n"
 	full := make([]byte, 0, len(head)+len(data))
 	full = append(full, head...)
 	full = append(full, data...)
