@@ -380,4 +380,5 @@ func (c *Conn) endRequest() {
 	c.state = stHead
 	c.inReq = false
 	c.req = Request{}
+	c.ready = nil // a handler that did not ask for it again
 }

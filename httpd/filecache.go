@@ -35,6 +35,7 @@ type cacheEntry struct {
 	freq   uint8 // hits since insertion or the last pass through main, at most 3
 	inMain bool
 	gone   bool // removed; its queue slot is skipped
+	whole  bool // made for a handler that wants the whole file (ResponseWriter.File)
 }
 
 // entryOverhead is what an entry costs beyond its bytes: the structs, the map

@@ -322,3 +322,61 @@ func TestReload(t *testing.T) {
 		t.Errorf("new file: %d %q", r.status, r.body)
 	}
 }
+
+// TestHandlerFile: a handler reads docroot files through the cache; on a
+// miss it returns and runs again when the file is read, a file too large
+// for the cache is read whole for it, and a hit allocates nothing.
+func TestHandlerFile(t *testing.T) {
+	dir := makeDocroot(t)
+	big, err := os.ReadFile(filepath.Join(dir, "big.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	f := newFixture(t, Config{Docroot: dir, CacheSize: 256 << 10}, func(s *Site) {
+		s.Handle("/f", func(w *ResponseWriter, r *Request) {
+			runs++
+			w.WriteString("partial output, discarded on a miss|")
+			body, found, wait := w.File(r.Query)
+			if wait {
+				return
+			}
+			if !found {
+				w.WriteHeader(404)
+				return
+			}
+			w.Write(body[:min(len(body), 20)])
+		})
+	})
+	q := &queueIO{}
+	f.srv.SetFileIO(q)
+	req := "GET /f?/hello.txt HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /f?/big.txt HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /f?/missing HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /f?/.env HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /f?/../x HTTP/1.1\r\nHost: x\r\n\r\n"
+	f.c.Feed([]byte(req), f.now)
+	q.run(f.srv, f.now, false)
+	rs := readResponses(t, f.drain())
+	p := "partial output, discarded on a miss|"
+	want := []struct {
+		status int
+		body   string
+	}{{200, p + "hello file\n"}, {200, p + string(big[:20])}, {404, p}, {404, p}, {404, p}}
+	if len(rs) != len(want) {
+		t.Fatalf("%d responses", len(rs))
+	}
+	for i, w := range want {
+		if rs[i].status != w.status || rs[i].body != w.body {
+			t.Errorf("response %d: %d %q, want %d %q", i, rs[i].status, rs[i].body, w.status, w.body)
+		}
+	}
+	// hello.txt: miss, run again; big.txt: miss (streamed entry), whole read, run again.
+	if runs != 2+3+2+1+1 {
+		t.Errorf("handler ran %d times", runs)
+	}
+	hit := []byte("GET /f?/hello.txt HTTP/1.1\r\nHost: x\r\n\r\n") // big.txt is larger than the whole cache
+	if n := testing.AllocsPerRun(100, func() { serveOnce(f.c, hit, f) }); n != 0 || len(q.jobs) != 0 {
+		t.Errorf("%v allocs per hit, %d jobs", n, len(q.jobs))
+	}
+}

@@ -28,6 +28,7 @@ type FileJob struct {
 
 	// resolving a path
 	key     string // the clean request path
+	whole   bool   // read a file too large for the cache whole, up to maxWholeFile
 	waiters []waiter
 	entry   *cacheEntry
 
@@ -93,7 +94,7 @@ func (j *FileJob) resolve() {
 	size := st.Size
 	mod := time.Unix(st.Mtim.Unix())
 	var data []byte
-	if size <= j.srv.cache.maxFile {
+	if size <= j.srv.cache.maxFile || j.whole && size <= maxWholeFile {
 		data = make([]byte, size)
 		n, err := preadFull(fd, data, 0)
 		if err != nil {
@@ -102,7 +103,11 @@ func (j *FileJob) resolve() {
 		data, size = data[:n], int64(n) // a file that shrank meanwhile
 	}
 	j.entry = newEntry(key, entFile, newStaticFile(rel, data, size, mod))
+	j.entry.whole = j.whole
 }
+
+// maxWholeFile bounds a file a handler reads whole (ResponseWriter.File).
+const maxWholeFile = 64 << 20
 
 // readChunk reads the next chunk of a streamed file, checking that the file
 // is still the one whose header was sent.

@@ -1,6 +1,9 @@
 package httpd
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // Waker is told when a connection has new output that no input or Advance
 // of the stack's brought about: a file job landed. The stack sends it (posix:
@@ -100,13 +103,55 @@ func (c *Conn) afterIO() {
 	}
 }
 
-// resume serves the request that waited for its path to resolve to e.
+// resume serves the request that waited for its path to resolve to e (a
+// handler may wait again, for another file or the whole of a large one).
 func (c *Conn) resume(e *cacheEntry) {
 	c.wait = nil
 	c.ready = e
 	c.serve()
-	c.endRequest()
+	if c.wait == nil {
+		c.endRequest()
+	}
 	c.afterIO()
+}
+
+// File returns the contents of the docroot file at path, a clean path such
+// as "/a/b.html", from the shard's file cache, without blocking. found is
+// false when the docroot has no such file (or none is served). On a cache
+// miss wait is true: the handler must return at once, and it is called again
+// for the same request, with the same Request, once the file has been read
+// (what it wrote meanwhile is discarded). body is shared: it must not be
+// modified, and it stays valid as long as it is referenced.
+func (w *ResponseWriter) File(path []byte) (body []byte, found, wait bool) {
+	c := w.c
+	s := c.srv
+	if s.cache == nil || needsClean(path) || bytes.Contains(path, dotSegment) {
+		return nil, false, false
+	}
+	e := c.ready
+	if e != nil && e.key == string(path) {
+		c.ready = nil
+	} else if e = s.cache.get(path); e == nil {
+		if e = s.load(c, path, false); e == nil {
+			return nil, false, true
+		}
+	}
+	if e.kind != entFile {
+		return nil, false, false
+	}
+	if e.file.streamed { // too large for the cache: read it whole for the handler
+		if e.whole {
+			return nil, false, false // too large for that too
+		}
+		if e = s.load(c, path, true); e == nil {
+			return nil, false, true
+		}
+		if e.file.streamed {
+			return nil, false, false
+		}
+	}
+	f := e.file
+	return f.full[f.headLen:], true, false
 }
 
 // cancelIO forgets the file I/O in flight for c (timeout, reset): its jobs

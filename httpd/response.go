@@ -163,7 +163,7 @@ func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
 			return
 		}
 		if e = c.srv.cache.get(path); e == nil {
-			if e = c.srv.load(c, path); e == nil {
+			if e = c.srv.load(c, path, false); e == nil {
 				return // waiting
 			}
 		}
@@ -269,6 +269,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 		c.h.keepAlive = false // the handler's state is suspect: end the connection
 		c.respondText(500, false, nil, nil)
 		return
+	}
+	if c.wait != nil {
+		return // the handler waits for a file (File): it runs again once it is read
 	}
 	status := w.status
 	noBody := status == 204 || status == 304

@@ -87,14 +87,16 @@ func (s *Server) SetFileIO(io FileIO) { s.io = io }
 
 // load resolves path for c's request: inline without a FileIO (it returns the
 // entry), else by a file job that c waits for (it returns nil). Connections
-// asking for the same path meanwhile join the job.
-func (s *Server) load(c *Conn, path []byte) *cacheEntry {
-	if j := s.loading[string(path)]; j != nil {
+// asking for the same path meanwhile join the job. whole reads a file too
+// large for the cache whole all the same (for a handler, File), up to
+// maxWholeFile; such jobs are not joined.
+func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
+	if j := s.loading[string(path)]; j != nil && !whole {
 		j.waiters = append(j.waiters, waiter{c, c.gen})
 		c.wait = j
 		return nil
 	}
-	j := &FileJob{srv: s, epoch: s.epoch, key: string(path)}
+	j := &FileJob{srv: s, epoch: s.epoch, key: string(path), whole: whole}
 	s.stats.FileJobs++
 	if s.io == nil {
 		j.Run()
@@ -103,7 +105,9 @@ func (s *Server) load(c *Conn, path []byte) *cacheEntry {
 	}
 	j.waiters = append(j.waiters, waiter{c, c.gen})
 	c.wait = j
-	s.loading[j.key] = j
+	if !whole {
+		s.loading[j.key] = j
+	}
 	s.io.Submit(j)
 	return nil
 }
