@@ -189,6 +189,14 @@ func (s *Server) Stats() []Report {
 	return s.running.Stats()
 }
 
+// Reload makes every shard forget the docroot files it cached, within a
+// second, so that files changed on disk are served (SIGHUP in Main).
+func (s *Server) Reload() {
+	if s.running != nil {
+		s.running.Reload()
+	}
+}
+
 // Merge sums the shards' reports into one, counter by name.
 func Merge(rs []Report) Report { return shard.Merge(rs) }
 

@@ -17,7 +17,13 @@ type ResponseWriter struct {
 // Header adds a response header. Fields that the server itself manages
 // (Content-Length, Transfer-Encoding, Connection, Date, Server) and names or
 // values with control characters (response splitting) are ignored.
-func (w *ResponseWriter) Header(name, value string) {
+func (w *ResponseWriter) Header(name, value string) { addHeader(w, name, value) }
+
+// HeaderBytes is Header with the value in bytes, which it copies: a value
+// made per request (a cookie) then costs no allocation.
+func (w *ResponseWriter) HeaderBytes(name string, value []byte) { addHeader(w, name, value) }
+
+func addHeader[V string | []byte](w *ResponseWriter, name string, value V) {
 	if len(name) == 0 {
 		return
 	}
