@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"strconv"
+	"unsafe"
 )
 
 // ResponseWriter builds a dynamic response for the connection's output arena.
@@ -17,13 +18,7 @@ type ResponseWriter struct {
 // Header adds a response header. Fields that the server itself manages
 // (Content-Length, Transfer-Encoding, Connection, Date, Server) and names or
 // values with control characters (response splitting) are ignored.
-func (w *ResponseWriter) Header(name, value string) { addHeader(w, name, value) }
-
-// HeaderBytes is Header with the value in bytes, which it copies: a value
-// made per request (a cookie) then costs no allocation.
-func (w *ResponseWriter) HeaderBytes(name string, value []byte) { addHeader(w, name, value) }
-
-func addHeader[V string | []byte](w *ResponseWriter, name string, value V) {
+func (w *ResponseWriter) Header(name, value string) {
 	if len(name) == 0 {
 		return
 	}
@@ -46,6 +41,13 @@ func addHeader[V string | []byte](w *ResponseWriter, name string, value V) {
 	w.hdr = append(w.hdr, ": "...)
 	w.hdr = append(w.hdr, value...)
 	w.hdr = append(w.hdr, "\r\n"...)
+}
+
+// HeaderBytes is Header with the value in bytes: a value made per request (a
+// cookie) then costs no allocation. The value is copied.
+func (w *ResponseWriter) HeaderBytes(name string, value []byte) {
+	// Header only copies value and keeps no reference to it.
+	w.Header(name, unsafe.String(unsafe.SliceData(value), len(value)))
 }
 
 // WriteHeader sets the status code (default 200). Codes outside 200-599 are
