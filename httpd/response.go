@@ -166,11 +166,11 @@ func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
 	e := c.ready
 	c.ready = nil
 	if e == nil {
-		if bytes.Contains(path, dotSegment) {
-			c.serveBuiltin(path, isHead, getOrHead)
-			return
-		}
 		if e = c.srv.cache.get(path); e == nil {
+			if bytes.Contains(path, dotSegment) { // never loaded, so never a hit
+				c.serveBuiltin(path, isHead, getOrHead)
+				return
+			}
 			if e = c.srv.load(c, path, false); e == nil {
 				return // waiting
 			}
