@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -132,4 +135,75 @@ func TestReloadOnHUP(t *testing.T) {
 	if v := <-stops; v != syscall.SIGTERM {
 		t.Fatalf("passed on %v", v)
 	}
+}
+
+// pipelinedMisses writes many pipelined GETs of uncached files (and of
+// large, streamed ones) in one go and checks the responses come back whole
+// and in order, on either stack.
+func pipelinedMisses(t *testing.T, c net.Conn, br *bufio.Reader, names []string, sums map[string][32]byte) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	var req strings.Builder
+	for _, n := range names {
+		req.WriteString("GET /" + n + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	go c.Write([]byte(req.String()))
+	for i, n := range names {
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || sha256.Sum256(body) != sums[n] {
+			t.Fatalf("response %d (%s): %d, %d bytes, %v: not the file", i, n, resp.StatusCode, len(body), err)
+		}
+	}
+}
+
+// missTree writes n files, every tenth 1 MiB (streamed with a 256K cache),
+// and returns the docroot, the names in a shuffled order with repeats, and
+// the sums.
+func missTree(t *testing.T, n int) (string, []string, map[string][32]byte) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	dir := t.TempDir()
+	sums := map[string][32]byte{}
+	var names []string
+	for i := range n {
+		size := 1 + rng.IntN(8<<10)
+		if i%10 == 0 {
+			size = 1<<20 + i
+		}
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(rng.Uint32())
+		}
+		name := fmt.Sprintf("p%d.bin", i)
+		must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		sums[name] = sha256.Sum256(b)
+		names = append(names, name, name)
+	}
+	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	return dir, names, sums
+}
+
+func TestPipelinedMissesPosix(t *testing.T) {
+	dir, names, sums := missTree(t, 60)
+	ts := startTestServer(t, func(o *Options) {
+		o.Docroot = dir
+		o.CacheSize = 256 << 10
+	})
+	c, br := ts.dial(t)
+	defer c.Close()
+	pipelinedMisses(t, c, br, names, sums)
+}
+
+func TestPipelinedMissesNative(t *testing.T) {
+	dir, names, sums := missTree(t, 60)
+	nt := startNativeTest(t, 1, nil, "", func(o *Options) {
+		o.Docroot = dir
+		o.CacheSize = 256 << 10
+	})
+	c, br := nt.raw(nt.Addr.String())
+	defer c.Close()
+	pipelinedMisses(t, c, br, names, sums)
 }
