@@ -189,17 +189,26 @@ func (s *Server) Stats() []Report {
 	return s.running.Stats()
 }
 
+// Reload makes every shard forget the docroot files it cached, within a
+// second, so that files changed on disk are served (SIGHUP in Main).
+func (s *Server) Reload() {
+	if s.running != nil {
+		s.running.Reload()
+	}
+}
+
 // Merge sums the shards' reports into one, counter by name.
 func Merge(rs []Report) Report { return shard.Merge(rs) }
 
 // Main runs the server as a command: it parses httpd's flags from os.Args,
 // starts, prints a stats line every --stats-interval, and stops gracefully on
-// SIGINT or SIGTERM. Lines on stderr begin with name. It returns the exit
+// SIGINT or SIGTERM; SIGHUP makes it serve docroot files changed on disk.
+// Lines on stderr begin with name. It returns the exit
 // status: 0 after a clean stop, 2 for a bad flag or a failed start, 1 when a
 // second signal cut the stop short.
 func (s *Server) Main(name string) int {
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sig)
 	return server.Main(name, os.Args[1:], os.Stderr, sig, s.register)
 }

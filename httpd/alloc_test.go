@@ -15,12 +15,16 @@ func TestZeroAllocs(t *testing.T) {
 		w.Write(r.Query)
 	})
 	etag := get(f, "GET", "/style.css").header.Get("ETag")
+	bigTag := get(f, "GET", "/big.txt").header.Get("ETag")
 	for _, tc := range []struct{ name, req string }{
 		{"hello", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"}, // the docroot's index.html
 		{"static", "GET /style.css HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"head", "HEAD /sub/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"304", "GET /style.css HTTP/1.1\r\nHost: x\r\nIf-None-Match: " + etag + "\r\n\r\n"},
 		{"404", "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"206", "GET /big.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=100-199\r\nIf-Range: " + bigTag + "\r\n\r\n"},
+		{"416", "GET /style.css HTTP/1.1\r\nHost: x\r\nRange: bytes=99-\r\n\r\n"},
+		{"412", "GET /style.css HTTP/1.1\r\nHost: x\r\nIf-Match: \"other\"\r\n\r\n"},
 		{"405", "POST /style.css HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"301", "GET /sub?q HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"dynamic", "GET /dyn?abc HTTP/1.1\r\nHost: x\r\n\r\n"},

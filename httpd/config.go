@@ -10,6 +10,7 @@ type Config struct {
 	HeaderTimeout time.Duration // a request's header section must arrive within this; 0 means DefaultHeaderTimeout
 	IdleTimeout   time.Duration // an idle keep-alive connection is closed after this; 0 means DefaultIdleTimeout
 	BodyTimeout   time.Duration // a request's body must arrive within this of its header; 0 means DefaultBodyTimeout
+	CacheSize     int64         // bytes of docroot files each Server (shard) keeps in memory; 0 means DefaultCacheSize
 }
 
 // Defaults for zero Config fields.
@@ -18,6 +19,7 @@ const (
 	DefaultHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
 	DefaultBodyTimeout   = 60 * time.Second
+	DefaultCacheSize     = 64 << 20
 )
 
 // Limits on request size (RFC 9112 leaves them to the server).
@@ -45,6 +47,10 @@ const (
 	// arenas of this size hold all the output back-pressure lets queue, so a
 	// connection never needs a third.
 	arenaLimit = maxOutBytes / 2
+	// A streamed file is read in chunks of this size, at most two per
+	// connection at a time: one being sent, one being read.
+	chunkSize = 128 << 10
+	maxChunks = 64 // chunk buffers a Server keeps for reuse
 )
 
 func (c *Config) fillDefaults() {
@@ -59,5 +65,8 @@ func (c *Config) fillDefaults() {
 	}
 	if c.BodyTimeout <= 0 {
 		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.CacheSize <= 0 {
+		c.CacheSize = DefaultCacheSize
 	}
 }

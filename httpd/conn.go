@@ -46,6 +46,16 @@ type Conn struct {
 	cur      int8
 	rw       ResponseWriter
 
+	// file I/O: the request at r waits for wait to resolve its path, and is
+	// then served with ready; st streams a file too large for the cache.
+	// While either is pending, the connection is blocked (pipelined requests
+	// wait, in order).
+	wait  *FileJob
+	ready *cacheEntry
+	st    *stream
+	gen   uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
+	waker Waker
+
 	closing    bool // no more requests: close once Output is empty
 	peerClosed bool
 	inReq      bool // some bytes of the next request have arrived
@@ -85,6 +95,9 @@ func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 // stack holds no slice of its output any more), those that grew unusually
 // large are dropped.
 func (c *Conn) reset() {
+	c.giveChunks()
+	c.cancelIO()
+	gen, st := c.gen, c.st
 	c.r, c.w, c.outBytes = 0, 0, 0
 	c.arRefs = [2]int{}
 	c.shed()
@@ -97,7 +110,7 @@ func (c *Conn) reset() {
 	if cap(rw.body) > 4*arenaLimit {
 		rw.body = nil
 	}
-	*c = Conn{path: path, logHost: logHost, out: out, outAr: outAr, rw: rw}
+	*c = Conn{path: path, logHost: logHost, out: out, outAr: outAr, rw: rw, gen: gen, st: st}
 }
 
 // ReadBuf returns free space to receive into. An empty slice means back-pressure:
@@ -205,6 +218,7 @@ func (c *Conn) Advance(n int) {
 	if c.now.After(c.lastActive) {
 		c.lastActive = c.now
 	}
+	chunks := 0
 	for n > 0 && c.outHead < len(c.out) {
 		s := c.out[c.outHead]
 		if n < len(s) {
@@ -216,12 +230,18 @@ func (c *Conn) Advance(n int) {
 		c.outBytes -= len(s)
 		if a := c.outAr[c.outHead]; a >= 0 {
 			c.arRefs[a]--
+		} else if a == outChunk {
+			chunks++
 		}
 		c.out[c.outHead] = nil
 		c.outHead++
 	}
 	if c.outHead == len(c.out) {
 		c.out, c.outAr, c.outHead = c.out[:0], c.outAr[:0], 0
+	}
+	if chunks > 0 && c.st != nil {
+		c.st.done += chunks
+		c.readChunk()
 	}
 	if !c.closing && c.r < c.w && !c.blocked() {
 		c.process()
@@ -248,8 +268,14 @@ func (c *Conn) checkPeerClosed() {
 	}
 }
 
-// Closing reports that the connection is finished: close it once Output is empty.
-func (c *Conn) Closing() bool { return c.closing }
+// Closing reports that the connection is finished: close it once Output is
+// empty. It waits for a file job still to give output (Waiting).
+func (c *Conn) Closing() bool { return c.closing && !c.Waiting() }
+
+// Waiting reports that a file job will still give output (a path being
+// resolved, a file streaming): a stack that drains must not close on an
+// empty Output meanwhile.
+func (c *Conn) Waiting() bool { return c.wait != nil || c.st != nil && c.st.active }
 
 // Deadline is when the connection times out (header, body or idle timeout),
 // zero if none. The header and body timeouts run from the first byte of the
@@ -286,6 +312,7 @@ func (c *Conn) Expire(now time.Time) bool {
 	}
 	c.closing = true
 	c.srv.stats.Timeouts++
+	c.cancelIO()
 	c.dropOutput()
 	return true
 }
@@ -299,9 +326,10 @@ func (c *Conn) dropOutput() {
 }
 
 // blocked reports back-pressure: enough output is queued that parsing more
-// pipelined requests should wait.
+// pipelined requests should wait, or the response being made waits for a
+// file job.
 func (c *Conn) blocked() bool {
-	return c.outBytes >= maxOutBytes || len(c.out)-c.outHead >= maxOutSlices
+	return c.outBytes >= maxOutBytes || len(c.out)-c.outHead >= maxOutSlices || c.Waiting()
 }
 
 // process parses and serves every complete request buffered, until input runs
@@ -321,6 +349,9 @@ func (c *Conn) process() {
 			break
 		}
 		c.serve()
+		if c.wait != nil {
+			break // served when its path resolves (resume)
+		}
 		c.endRequest()
 	}
 	if c.r == c.w && c.state == stHead && c.h.lineEnd == 0 {
@@ -364,4 +395,5 @@ func (c *Conn) endRequest() {
 	c.state = stHead
 	c.inReq = false
 	c.req = Request{}
+	c.ready = nil // a handler that did not ask for it again
 }

@@ -1,6 +1,7 @@
 // Package httpd is percore's HTTP/1.1 responder: an incremental, allocation-free
-// request parser (RFC 9112), a router with exact and prefix routes, a static file
-// cache whose responses are prepared whole at start-up, and a per-shard access log.
+// request parser (RFC 9112), a router with exact and prefix routes, a per-shard
+// docroot cache bounded in bytes whose entries are prepared responses, and a
+// per-shard access log.
 //
 // It is transport-agnostic: a stack (posix or the userspace netstack) feeds it the
 // bytes of one connection and drains responses as immutable byte slices, which the
@@ -9,9 +10,24 @@
 //
 // # Ownership
 //
-// A Site (routes, static files) is built once and shared read-only by all
-// shards. Each shard owns one Server (Date prefixes, counters, a pool of Conns,
-// the access-log buffer) and the Conns it hands out; nothing here locks.
+// A Site (routes, the docroot directory) is built once and shared read-only by
+// all shards. Each shard owns one Server (Date prefixes, counters, a pool of
+// Conns, the access-log buffer, the file cache) and the Conns it hands out;
+// nothing here locks.
+//
+// # Files
+//
+// A docroot path is looked up in the shard's cache (S3-FIFO, see fileCache); a
+// hit is served from the prepared response without a system call. A miss
+// becomes a FileJob that the stack's FileIO runs off the shard (open, fstat,
+// read), and the request waits for it, with the requests pipelined behind it,
+// while the shard serves other connections; Server.Complete, on the shard,
+// caches the result and serves the waiting requests. Files larger than an
+// eighth of the cache stream from disk in chunks, two at most in memory per
+// connection. The docroot is not indexed: a path is found when it is first
+// asked for, so a docroot of millions of files costs nothing at start.
+// Site.Reload (SIGHUP) empties the caches so changed files are served;
+// between reloads a cached file is served as it was read.
 //
 // # A connection's life
 //
@@ -42,8 +58,11 @@
 //   - Lookup order: exact routes, longest prefix route, static files, the
 //     built-in hello at "/", 404. A docroot index.html therefore replaces hello.
 //   - Paths are percent-decoded and normalised before lookup; "..", encoded "/"
-//     or "\", and NUL are answered 400. Files are served only from the
-//     in-memory cache, so no request reaches the file system.
+//     or "\", and NUL are answered 400. Files are opened below the docroot
+//     directory with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).
+//   - Static files answer Range with 206 (one range), 416, or 200 whole (several
+//     ranges), If-Match and If-Unmodified-Since with 412, and If-None-Match and
+//     If-Modified-Since with 304, in RFC 9110's order (see ranges.go).
 //   - Every response carries Content-Length except 204 and a handler's 304,
 //     where RFC 9110 8.6 forbids it; static 304s carry the 200's length.
 //   - "OPTIONS *" gets 200 with Allow; other asterisk-form and authority-form

@@ -29,6 +29,8 @@ type head struct {
 	imsLen        int
 	hasINM        bool
 	hasIMS        bool
+	rng, im, ius  span  // Range, If-Match, If-Unmodified-Since
+	ir            span  // If-Range
 	contentLength int64 // -1 when absent
 
 	// chunked body decoding, in place: raw bytes at rp are decoded to wp.
@@ -37,6 +39,15 @@ type head struct {
 	cs       chunkState
 	trailer  int // trailer section bytes so far
 }
+
+// span is where a field's value lies, relative to r; a field present has
+// off > 0 (the request line comes first).
+type span struct{ off, n int32 }
+
+func (s span) ok() bool { return s.off > 0 }
+
+// value is the field's value in the request's bytes in.
+func (s span) value(in []byte) []byte { return in[s.off : s.off+s.n] }
 
 type chunkState uint8
 
@@ -219,6 +230,20 @@ func (c *Conn) parseField(line []byte, off int) int {
 	value := raw[vs:ve]
 	voff := off + colon + 1 + vs
 	switch len(name) {
+	case 5:
+		if equalFold(name, "range") {
+			h.rng = span{int32(voff), int32(len(value))}
+		}
+	case 8:
+		if equalFold(name, "if-match") {
+			h.im = span{int32(voff), int32(len(value))}
+		} else if equalFold(name, "if-range") {
+			h.ir = span{int32(voff), int32(len(value))}
+		}
+	case 19:
+		if equalFold(name, "if-unmodified-since") {
+			h.ius = span{int32(voff), int32(len(value))}
+		}
 	case 4:
 		if equalFold(name, "host") {
 			h.hosts++

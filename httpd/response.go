@@ -1,7 +1,9 @@
 package httpd
 
 import (
+	"bytes"
 	"strconv"
+	"unsafe"
 )
 
 // ResponseWriter builds a dynamic response for the connection's output arena.
@@ -39,6 +41,13 @@ func (w *ResponseWriter) Header(name, value string) {
 	w.hdr = append(w.hdr, ": "...)
 	w.hdr = append(w.hdr, value...)
 	w.hdr = append(w.hdr, "\r\n"...)
+}
+
+// HeaderBytes is Header with the value in bytes: a value made per request (a
+// cookie) then costs no allocation. The value is copied.
+func (w *ResponseWriter) HeaderBytes(name string, value []byte) {
+	// Header only copies value and keeps no reference to it.
+	w.Header(name, unsafe.String(unsafe.SliceData(value), len(value)))
 }
 
 // WriteHeader sets the status code (default 200). Codes outside 200-599 are
@@ -119,35 +128,63 @@ func (c *Conn) serve() {
 	isHead := string(method) == "HEAD"
 	getOrHead := isHead || string(method) == "GET"
 
-	rt := c.srv.site.lookup(path)
-	switch {
-	case rt.ep != nil:
-		h := rt.ep.handler(method)
+	if ep := c.srv.site.lookup(path); ep != nil {
+		h := ep.handler(method)
 		if h == nil {
-			c.respondText(405, isHead, rt.ep.allow, nil)
+			c.respondText(405, isHead, ep.allow, nil)
 			return
 		}
 		c.serveHandler(h, isHead)
-	case rt.file != nil:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.serveFile(rt.file, isHead)
-	case rt.redirect:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.respondText(301, isHead, path, query)
-	case rt.hello:
-		if !getOrHead {
-			c.respondText(405, isHead, nil, nil)
-			return
-		}
-		c.serveHello(isHead)
-	default:
+		return
+	}
+	if c.srv.cache != nil {
+		c.serveStatic(path, query, isHead, getOrHead)
+		return
+	}
+	c.serveBuiltin(path, isHead, getOrHead)
+}
+
+// serveBuiltin answers a path nothing else serves: the built-in hello at "/",
+// else 404.
+func (c *Conn) serveBuiltin(path []byte, isHead, getOrHead bool) {
+	switch {
+	case len(path) != 1 || path[0] != '/':
 		c.respondText(404, isHead, nil, nil)
+	case !getOrHead:
+		c.respondText(405, isHead, nil, nil)
+	default:
+		c.serveHello(isHead)
+	}
+}
+
+var dotSegment = []byte("/.")
+
+// serveStatic serves path from the docroot: from the shard's cache, or, on a
+// miss, once a file job has resolved it (c waits; resume calls serve again
+// with ready set). Dotfiles and dot-directories are never looked up.
+func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
+	e := c.ready
+	c.ready = nil
+	if e == nil {
+		if e = c.srv.cache.get(path); e == nil {
+			if bytes.Contains(path, dotSegment) { // never loaded, so never a hit
+				c.serveBuiltin(path, isHead, getOrHead)
+				return
+			}
+			if e = c.srv.load(c, path, false); e == nil {
+				return // waiting
+			}
+		}
+	}
+	switch {
+	case e.kind == entMissing:
+		c.serveBuiltin(path, isHead, getOrHead)
+	case !getOrHead:
+		c.respondText(405, isHead, nil, nil)
+	case e.kind == entRedirect:
+		c.respondText(301, isHead, path, query)
+	default:
+		c.serveFile(e.file, isHead)
 	}
 }
 
@@ -198,11 +235,18 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 	d := c.srv.date
 	h := &c.h
 	in := c.in[c.r:]
+	if (h.im.ok() || h.ius.ok()) && f.preconditionFailed(h, in) {
+		c.respondText(412, isHead, nil, nil)
+		return
+	}
 	if f.notModified(in[h.inmOff:h.inmOff+h.inmLen], in[h.imsOff:h.imsOff+h.imsLen], h.hasINM, h.hasIMS) {
 		c.push(d.nm, -1)
 		c.push(c.connLine(), -1)
 		c.push(f.nm, -1)
 		c.finish(304, 0)
+		return
+	}
+	if h.rng.ok() && !isHead && c.serveRange(f) {
 		return
 	}
 	c.push(d.ok, -1)
@@ -212,8 +256,14 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 		c.finish(200, 0)
 		return
 	}
+	if f.streamed {
+		c.push(f.full[:f.headLen], -1)
+		c.startStream(f, 0, f.size)
+		c.finish(200, int(f.size))
+		return
+	}
 	c.push(f.full, -1)
-	c.finish(200, f.size)
+	c.finish(200, int(f.size))
 }
 
 // serveHandler runs a dynamic handler and copies its response into the arena.
@@ -227,6 +277,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 		c.h.keepAlive = false // the handler's state is suspect: end the connection
 		c.respondText(500, false, nil, nil)
 		return
+	}
+	if c.wait != nil {
+		return // the handler waits for a file (File): it runs again once it is read
 	}
 	status := w.status
 	noBody := status == 204 || status == 304
@@ -370,12 +423,16 @@ func statusText(code int) string {
 		return "Conflict"
 	case 411:
 		return "Length Required"
+	case 412:
+		return "Precondition Failed"
 	case 413:
 		return "Content Too Large"
 	case 414:
 		return "URI Too Long"
 	case 415:
 		return "Unsupported Media Type"
+	case 416:
+		return "Range Not Satisfiable"
 	case 429:
 		return "Too Many Requests"
 	case 431:

@@ -2,9 +2,14 @@ package httpd
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // Handler serves one request of a dynamic route. The Request and its slices are
@@ -12,20 +17,22 @@ import (
 // handler runs on the shard's thread: it must not block.
 type Handler func(w *ResponseWriter, r *Request)
 
-// Site is the router and static file cache, built once before the shards start
-// and read by all of them without locks. It must not be changed (Handle) after
-// the first Server is made from it.
+// Site is the router and the docroot, built once before the shards start and
+// read by all of them without locks. It must not be changed (Handle) after
+// the first Server is made from it. Each Server caches the docroot's files it
+// serves (see fileCache); the Site holds only the docroot's directory.
 //
 // Lookup order for a request path: exact routes, then the longest prefix route,
 // then static files (a directory "/d/" serves "/d/index.html"; "/d" redirects
 // with 301 to "/d/"), then the built-in hello at "/", then 404.
 type Site struct {
-	cfg    Config
-	maxIn  int // largest input buffer one request may need
-	exact  map[string]*endpoint
-	prefix []prefixRoute // longest first
-	static map[string]*staticFile
-	dirs   map[string]struct{} // "/d" for each directory with an index.html
+	cfg       Config
+	maxIn     int // largest input buffer one request may need
+	exact     map[string]*endpoint
+	prefix    []prefixRoute // longest first
+	root      int           // the docroot directory (O_PATH), -1: none
+	noOpenat2 bool          // the kernel lacks openat2 (before Linux 5.6)
+	epoch     atomic.Uint64 // bumped by Reload; each Server drops its cache on its next Tick
 }
 
 type prefixRoute struct {
@@ -69,24 +76,63 @@ func (e *endpoint) handler(method []byte) Handler {
 	return nil
 }
 
-// NewSite loads the docroot (if any) into memory and registers the built-in "/".
+// NewSite opens the docroot (if any; its files are found as they are asked
+// for) and registers the built-in "/".
 func NewSite(cfg Config) (*Site, error) {
 	cfg.fillDefaults()
 	s := &Site{
-		cfg:    cfg,
-		exact:  make(map[string]*endpoint),
-		static: make(map[string]*staticFile),
-		dirs:   make(map[string]struct{}),
+		cfg:   cfg,
+		exact: make(map[string]*endpoint),
+		root:  -1,
 	}
 	// Head, decoded body, and the one partial line (chunk-size or trailer) that
 	// may follow it undecoded, plus slack.
 	s.maxIn = maxRequestLine + 2 + MaxHeaderBytes + 2 + int(cfg.MaxBody) + max(maxChunkLine, MaxHeaderBytes) + 4096
 	if cfg.Docroot != "" {
-		if err := s.loadDocroot(cfg.Docroot); err != nil {
+		if err := s.openDocroot(cfg.Docroot); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// openDocroot opens the docroot directory; the file jobs open files below it.
+func (s *Site) openDocroot(root string) error {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("docroot %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("docroot: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("docroot %s: not a directory", root)
+	}
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("docroot %s: %w", root, err)
+	}
+	s.root = fd
+	probe, err := unix.Openat2(fd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH})
+	if err == nil {
+		unix.Close(probe)
+	}
+	s.noOpenat2 = err == unix.ENOSYS
+	return nil
+}
+
+// Reload makes every Server forget the files it cached, on its next Tick
+// (within a second), so that changed files are served. Any goroutine may
+// call it (a SIGHUP handler).
+func (s *Site) Reload() { s.epoch.Add(1) }
+
+// Close releases the docroot directory; call it after every Server has stopped.
+func (s *Site) Close() {
+	if s.root >= 0 {
+		unix.Close(s.root)
+		s.root = -1
+	}
 }
 
 // Config returns the site's configuration with defaults filled in.
@@ -179,34 +225,18 @@ func (s *Site) endpoint(pattern string) *endpoint {
 	return e
 }
 
-// route is what a path resolves to.
-type route struct {
-	ep       *endpoint
-	file     *staticFile
-	redirect bool // directory without its trailing slash
-	hello    bool
-}
-
-// lookup resolves a clean, decoded path. It does not allocate: map lookups
+// lookup finds the dynamic route of a clean, decoded path, nil when none (the
+// docroot or the built-in hello then). It does not allocate: map lookups
 // keyed by string(path) are optimised by the compiler.
-func (s *Site) lookup(path []byte) route {
+func (s *Site) lookup(path []byte) *endpoint {
 	if e, ok := s.exact[string(path)]; ok {
-		return route{ep: e}
+		return e
 	}
 	for i := range s.prefix {
 		p := s.prefix[i].prefix
 		if len(path) >= len(p) && string(path[:len(p)]) == p {
-			return route{ep: s.prefix[i].ep}
+			return s.prefix[i].ep
 		}
 	}
-	if f, ok := s.static[string(path)]; ok {
-		return route{file: f}
-	}
-	if _, ok := s.dirs[string(path)]; ok {
-		return route{redirect: true}
-	}
-	if len(path) == 1 && path[0] == '/' {
-		return route{hello: true}
-	}
-	return route{}
+	return nil
 }

@@ -10,15 +10,20 @@ import (
 // pool and access-log buffer. Owned by one shard; not safe for concurrent use.
 // It reads no clock: time comes in through NewConn, Received, Tick and Expire.
 type Server struct {
-	site   *Site
-	date   *dateBlock // current second's prefixes; replaced, never modified
-	stats  Stats
-	pool   []*Conn
-	ins    [][]byte // input buffers idle connections gave back (Conn.shed)
-	arenas [][]byte // output arenas idle connections gave back
-	log    io.Writer
-	logBuf []byte
-	mem    Memory // nil: buffers charged to no budget (memory.go)
+	site    *Site
+	date    *dateBlock // current second's prefixes; replaced, never modified
+	stats   Stats
+	pool    []*Conn
+	ins     [][]byte // input buffers idle connections gave back (Conn.shed)
+	arenas  [][]byte // output arenas idle connections gave back
+	chunks  [][]byte // stream chunk buffers idle connections gave back
+	log     io.Writer
+	logBuf  []byte
+	cache   *fileCache          // the docroot's files this shard serves; nil without a docroot
+	epoch   uint64              // the site's reload epoch the cache is of
+	loading map[string]*FileJob // paths being resolved, with the connections waiting
+	io      FileIO              // nil: files are read inline
+	mem     Memory              // nil: buffers charged to no budget (memory.go)
 }
 
 // Stats are one shard's HTTP counters. Each field's stat tag says what it
@@ -32,6 +37,12 @@ type Stats struct {
 	Panics     uint64    `stat:"error"` // handler panics, answered 500 and closed
 	LogDropped uint64    `stat:"error"` // access-log lines dropped for a full buffer, plus failed batch writes
 	MemoryShed uint64    `stat:"drop"`  // requests answered 503: their input outgrew its buffer with the memory budget spent
+
+	CacheHits      uint64 `stat:"count"` // docroot paths found in the shard's cache
+	CacheMisses    uint64 `stat:"count"` // docroot paths not in it (resolved by a file job, or joined one in flight)
+	CacheEvictions uint64 `stat:"count"` // entries evicted to stay within the cache size
+	FileJobs       uint64 `stat:"count"` // file jobs run: paths resolved and stream chunks read
+	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
 }
 
 // Add merges o into s (for reports across shards).
@@ -45,6 +56,11 @@ func (s *Stats) Add(o Stats) {
 	s.Panics += o.Panics
 	s.LogDropped += o.LogDropped
 	s.MemoryShed += o.MemoryShed
+	s.CacheHits += o.CacheHits
+	s.CacheMisses += o.CacheMisses
+	s.CacheEvictions += o.CacheEvictions
+	s.FileJobs += o.FileJobs
+	s.StreamAborts += o.StreamAborts
 }
 
 const (
@@ -60,7 +76,96 @@ func NewServer(site *Site, log io.Writer) *Server {
 	if log != nil {
 		s.logBuf = make([]byte, 0, logBufInitial)
 	}
+	if site.root >= 0 {
+		s.cache = newFileCache(site.cfg.CacheSize, &s.stats)
+		s.epoch = site.epoch.Load()
+		s.loading = make(map[string]*FileJob)
+	}
 	return s
+}
+
+// SetFileIO makes s read files through io, off the shard's thread; call it
+// before the first connection. Without it files are read inline.
+func (s *Server) SetFileIO(io FileIO) { s.io = io }
+
+// load resolves path for c's request: inline without a FileIO (it returns the
+// entry), else by a file job that c waits for (it returns nil). Connections
+// asking for the same path meanwhile join the job. whole reads a file too
+// large for the cache whole all the same (for a handler, File), up to
+// maxWholeFile; such jobs are not joined.
+func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
+	if j := s.loading[string(path)]; j != nil && !whole {
+		j.waiters = append(j.waiters, waiter{c, c.gen})
+		c.wait = j
+		return nil
+	}
+	j := &FileJob{srv: s, epoch: s.epoch, key: string(path), whole: whole}
+	s.stats.FileJobs++
+	if s.io == nil {
+		j.Run()
+		s.cache.add(j.entry)
+		return j.entry
+	}
+	j.waiters = append(j.waiters, waiter{c, c.gen})
+	c.wait = j
+	if !whole {
+		s.loading[j.key] = j
+	}
+	s.io.Submit(j)
+	return nil
+}
+
+// Complete takes back a job its FileIO has run, on the shard: the resolved
+// path goes into the cache and the connections waiting for it are served; a
+// chunk goes out on its connection. Each connection with new output is
+// woken (Conn.SetWaker). A job whose connection has gone meanwhile is
+// dropped.
+func (s *Server) Complete(j *FileJob, now time.Time) {
+	if j.file != nil {
+		c := j.c
+		if c.gen != j.gen || c.st == nil || &c.st.job != j {
+			return
+		}
+		c.now = now
+		c.chunkLanded(j)
+		c.afterIO()
+		return
+	}
+	if s.loading[j.key] == j {
+		delete(s.loading, j.key)
+	}
+	if j.epoch == s.epoch {
+		s.cache.add(j.entry)
+	}
+	for i, w := range j.waiters {
+		j.waiters[i] = waiter{}
+		if w.c.gen == w.gen && w.c.wait == j {
+			w.c.now = now
+			w.c.resume(j.entry)
+		}
+	}
+}
+
+// submit hands a chunk job to the FileIO, or runs it inline without one.
+func (s *Server) submit(j *FileJob) {
+	s.stats.FileJobs++
+	if s.io == nil {
+		j.Run()
+		j.c.chunkLanded(j)
+		return
+	}
+	s.io.Submit(j)
+}
+
+// takeChunk lends a stream chunk buffer to a connection.
+func (s *Server) takeChunk() []byte {
+	if n := len(s.chunks); n > 0 {
+		b := s.chunks[n-1]
+		s.chunks[n-1] = nil
+		s.chunks = s.chunks[:n-1]
+		return b
+	}
+	return make([]byte, chunkSize)
 }
 
 // Site returns the site s serves.
@@ -70,6 +175,12 @@ func (s *Server) Site() *Site { return s.site }
 // access-log buffer. Flushing more often keeps the buffer small.
 func (s *Server) Tick(now time.Time) {
 	s.refreshDate(now)
+	if s.cache != nil {
+		if e := s.site.epoch.Load(); e != s.epoch {
+			s.epoch = e
+			s.cache.clear()
+		}
+	}
 	if s.log != nil && len(s.logBuf) > 0 {
 		if _, err := s.log.Write(s.logBuf); err != nil {
 			s.stats.LogDropped++

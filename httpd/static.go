@@ -2,106 +2,60 @@ package httpd
 
 import (
 	"bytes"
-	"fmt"
-	"hash/fnv"
-	"io/fs"
 	"mime"
-	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// staticFile is one docroot file's prepared response, built at start-up and
-// shared read-only by all shards. A response is sent as the shard's status
-// prefix (status line, Server, Date), an optional Connection line, and one of
-// the tails below, all without copying.
+// staticFile is one docroot file's prepared response, made by a file job and
+// read-only from then on, so every connection of the shard sends it without
+// copying. A response is sent as the shard's status prefix (status line,
+// Server, Date), an optional Connection line, and one of the tails below.
+//
+// A file larger than the cache keeps (streamed) holds only its header: its
+// body is read from disk in chunks for each response.
 type staticFile struct {
-	full    []byte // header fields after Date, blank line, body
-	headLen int    // full[:headLen] is the HEAD response tail
-	nm      []byte // 304 tail: validators, Content-Length, blank line
-	etag    []byte // with quotes
-	mtime   int64  // Unix seconds, compared with If-Modified-Since
-	size    int
+	full     []byte // header fields after Date, blank line, body (streamed: no body)
+	headLen  int    // full[:headLen] is the HEAD response tail
+	nm       []byte // 304 tail: validators, Content-Length, blank line
+	ctype    []byte // "Content-Type: ...\r\n", for 206 responses
+	valid    []byte // "ETag: ...\r\nLast-Modified: ...\r\n", for 206 and 412
+	etag     []byte // with quotes
+	mtime    int64  // Unix seconds, compared with If-Modified-Since
+	mtimeNs  int64  // the file's mtime as read, to tell a changed file during a stream
+	size     int64
+	rel      string // path below the docroot, for streamed reads
+	streamed bool
 }
 
-// loadDocroot reads every regular file under root into memory. Symbolic links
-// are not followed, so nothing outside root is ever served.
-func (s *Site) loadDocroot(root string) error {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return fmt.Errorf("docroot %s: %w", root, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return fmt.Errorf("docroot: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("docroot %s: not a directory", root)
-	}
-	return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("load docroot: %w", err)
-		}
-		if p != abs && strings.HasPrefix(d.Name(), ".") {
-			// Dotfiles and dot-directories (.git, .htpasswd, .env) are
-			// never served, as nginx setups commonly deny them.
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // directories are walked; links, devices and sockets skipped
-		}
-		rel, err := filepath.Rel(abs, p)
-		if err != nil {
-			return fmt.Errorf("load docroot: %w", err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("load docroot: %w", err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return fmt.Errorf("load docroot: %w", err)
-		}
-		key := "/" + filepath.ToSlash(rel)
-		f := newStaticFile(data, info.ModTime(), contentType(p))
-		s.static[key] = f
-		if path.Base(key) == "index.html" {
-			dir := path.Dir(key)
-			if dir == "/" {
-				s.static["/"] = f
-			} else {
-				s.static[dir+"/"] = f
-				s.dirs[dir] = struct{}{}
-			}
-		}
-		return nil
-	})
-}
-
-func newStaticFile(data []byte, mod time.Time, ctype string) *staticFile {
-	h := fnv.New64a()
-	h.Write(data)
-	etag := `"` + strconv.FormatUint(h.Sum64(), 16) + `"`
+// newStaticFile prepares the response of a file of size bytes; data is its
+// body, nil when the file is streamed. The ETag is made from the size and
+// mtime, as nginx makes it, so a streamed file has one without being read
+// whole.
+func newStaticFile(rel string, data []byte, size int64, mod time.Time) *staticFile {
+	etag := `"` + strconv.FormatInt(mod.Unix(), 16) + "-" + strconv.FormatInt(size, 16) + `"`
 	lm := mod.UTC().Format(httpTimeFormat)
+	ctype := "Content-Type: " + contentType(rel) + "\r\n"
 	validators := "ETag: " + etag + "\r\nLast-Modified: " + lm + "\r\n"
-	cl := "Content-Length: " + strconv.Itoa(len(data)) + "\r\n"
-	head := "Content-Type: " + ctype + "\r\n" + cl + validators + "\r\n"
+	cl := "Content-Length: " + strconv.FormatInt(size, 10) + "\r\n"
+	head := ctype + cl + "Accept-Ranges: bytes\r\n" + validators + "\r\n"
 	full := make([]byte, 0, len(head)+len(data))
 	full = append(full, head...)
 	full = append(full, data...)
 	return &staticFile{
-		full:    full,
-		headLen: len(head),
-		nm:      []byte(validators + cl + "\r\n"),
-		etag:    []byte(etag),
-		mtime:   mod.Unix(),
-		size:    len(data),
+		full:     full,
+		headLen:  len(head),
+		nm:       []byte(validators + cl + "\r\n"),
+		ctype:    []byte(ctype),
+		valid:    []byte(validators),
+		etag:     []byte(etag),
+		mtime:    mod.Unix(),
+		mtimeNs:  mod.UnixNano(),
+		size:     size,
+		rel:      rel,
+		streamed: data == nil && size > 0,
 	}
 }
 
@@ -109,7 +63,7 @@ func newStaticFile(data []byte, mod time.Time, ctype string) *staticFile {
 // comparison) decides when present; otherwise If-Modified-Since.
 func (f *staticFile) notModified(inm, ims []byte, hasINM, hasIMS bool) bool {
 	if hasINM {
-		return etagMatch(inm, f.etag)
+		return etagMatch(inm, f.etag, false)
 	}
 	if hasIMS {
 		t, ok := parseHTTPDate(ims)
@@ -118,9 +72,10 @@ func (f *staticFile) notModified(inm, ims []byte, hasINM, hasIMS bool) bool {
 	return false
 }
 
-// etagMatch reports whether the If-None-Match list matches etag, comparing
-// weakly (a W/ prefix is ignored).
-func etagMatch(list, etag []byte) bool {
+// etagMatch reports whether the entity-tag list matches etag: weakly (a W/
+// prefix is ignored) for If-None-Match, strongly (a weak tag never matches)
+// for If-Match and If-Range (RFC 9110 8.8.3.2).
+func etagMatch(list, etag []byte, strong bool) bool {
 	for len(list) > 0 {
 		var item []byte
 		if i := bytes.IndexByte(list, ','); i >= 0 {
@@ -133,6 +88,9 @@ func etagMatch(list, etag []byte) bool {
 			return true
 		}
 		if len(item) > 2 && item[0] == 'W' && item[1] == '/' {
+			if strong {
+				continue
+			}
 			item = item[2:]
 		}
 		if bytes.Equal(item, etag) {

@@ -68,7 +68,7 @@ func TestStaticZeroCopy(t *testing.T) {
 	f := newTestFixture(t)
 	f.c.Feed([]byte("GET /big.txt HTTP/1.1\r\nHost: x\r\n\r\n"), f.now)
 	out := f.c.Output()
-	file := f.site.static["/big.txt"]
+	file := f.srv.cache.m["/big.txt"].file
 	last := out[len(out)-1]
 	if len(last) != len(file.full) || unsafe.SliceData(last) != unsafe.SliceData(file.full) {
 		t.Fatal("static response was copied")

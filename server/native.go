@@ -153,6 +153,14 @@ func (c *nativeConn) Advance(n int)                    { c.hc.Advance(n) }
 func (c *nativeConn) PeerClosed(now time.Time)         { c.hc.PeerClosed(now) }
 func (c *nativeConn) Deadline() time.Time              { return c.hc.Deadline() }
 
+// Wake implements httpd.Waker: a file job gave the connection output, which
+// TCP sends on the next Poll.
+func (c *nativeConn) Wake(time.Time) {
+	if c.hc != nil {
+		c.n.stack.WakeTCP(c.h)
+	}
+}
+
 // Expire is httpd's verdict on its deadline. When it expired, httpd has
 // dropped its output and reports Closing: TCP sends FIN if nothing is in
 // flight and aborts with RST otherwise (netstack.TCPAppTimer).
@@ -167,7 +175,7 @@ func (c *nativeConn) Expire(now time.Time) bool {
 // Closing is httpd's verdict, or, while the shard drains, true as soon as
 // every response queued has been sent: TCP then sends FIN.
 func (c *nativeConn) Closing() bool {
-	return c.hc.Closing() || (c.n.drain && c.hc.Pending() == 0)
+	return c.hc.Closing() || (c.n.drain && c.hc.Pending() == 0 && !c.hc.Waiting())
 }
 
 // NewNative serves httpd on shard sh's queue q (opened and registered with
@@ -252,6 +260,7 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Ti
 		n.live = append(n.live, c)
 	}
 	c.hc = n.srv.NewConn(remote, now)
+	c.hc.SetWaker(c)
 	c.h = h
 	n.open++
 	n.stats.Accepted++

@@ -127,8 +127,14 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
 			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns, Memory: mem}
-			if _, err := NewNative(sh, q, nc, time.Now()); err != nil {
+			n, err := NewNative(sh, q, nc, time.Now())
+			if err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
+			}
+			if o.Docroot != "" {
+				if err := attachFileIO(sh, n.Server()); err != nil {
+					return fmt.Errorf("shard %d: %w", sh.ID, err)
+				}
 			}
 		}
 		return nil

@@ -25,6 +25,7 @@ type Options struct {
 	PollMode      bool
 	IdlePoll      time.Duration // how long an idle shard keeps polling before it sleeps
 	Docroot       string
+	CacheSize     int64 // bytes of docroot files kept in memory, shared out evenly among the shards
 	AccessLog     string
 	MaxBody       int64
 	HeaderTimeout time.Duration
@@ -101,7 +102,9 @@ func (o *Options) define(fs *flag.FlagSet) *rawFlags {
 	r.native = o.Native.flags(fs)
 	fs.BoolVar(&o.PollMode, "poll-mode", false, "spin instead of sleeping when idle (lowest latency, one busy core per shard)")
 	fs.IntVar(&r.idlePollUS, "idle-poll-time-us", 0, "microseconds an idle shard keeps polling before it sleeps in epoll_wait (0: sleep at once)")
-	fs.StringVar(&o.Docroot, "docroot", "", "directory of static files to serve, loaded into memory at start")
+	fs.StringVar(&o.Docroot, "docroot", "", "directory of static files to serve, read from disk as asked for and cached (--cache-size)")
+	o.CacheSize = DefaultCacheSize
+	fs.Var((*byteSize)(&o.CacheSize), "cache-size", "memory for cached docroot files, all shards together, in bytes or with K, M, G (default 256M); larger files stream from disk")
 	fs.StringVar(&o.AccessLog, "access-log", "", "append a Common Log Format access log to this file")
 	fs.Int64Var(&o.MaxBody, "max-body", 1<<20, "largest request body in bytes; larger gets 413")
 	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "close a connection whose request header takes longer")
@@ -172,10 +175,13 @@ func (o *Options) checkStack(r *rawFlags) error {
 	return fmt.Errorf("--network-stack %q: choose posix or native", o.NetworkStack)
 }
 
-// checkLimits: --max-body and the timeouts.
+// checkLimits: --max-body, --cache-size and the timeouts.
 func (o *Options) checkLimits(*rawFlags) error {
 	if o.MaxBody <= 0 {
 		return fmt.Errorf("--max-body %d: give a size in bytes, 1 or more", o.MaxBody)
+	}
+	if o.CacheSize < minCacheSize {
+		return fmt.Errorf("--cache-size %d: give at least %d bytes, e.g. 256M", o.CacheSize, minCacheSize)
 	}
 	for _, d := range []struct {
 		name string
@@ -204,6 +210,39 @@ func (o *Options) checkTLS(*rawFlags) error {
 	case o.TLSPort > 0 && o.TLSPort == o.Port:
 		return fmt.Errorf("--tls-port %d: it is --port too; choose another, or omit --tls-port to serve TLS on --port", o.TLSPort)
 	}
+	return nil
+}
+
+// DefaultCacheSize is --cache-size's default: enough for the hot files of
+// most sites, small beside a server's memory.
+const DefaultCacheSize = 256 << 20
+
+// minCacheSize is the smallest --cache-size: the cache must hold a few entries.
+const minCacheSize = 64 << 10
+
+// byteSize is a size flag: bytes, or a number with K, M or G (powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(v string) error {
+	mult := int64(1)
+	switch strings.ToUpper(v[len(v)-min(len(v), 1):]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		v = v[:len(v)-1]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not a size: give bytes, or a number with K, M or G", v)
+	}
+	*b = byteSize(n * mult)
 	return nil
 }
 

@@ -185,6 +185,7 @@ func (p *Posix) serve(fd int, remote netip.AddrPort, now time.Time) {
 	c := p.slot()
 	c.fd = fd
 	c.hc = p.srv.NewConn(remote, now)
+	c.hc.SetWaker(c)
 	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
 	p.open++
 	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {

@@ -46,6 +46,19 @@ func (c *posixConn) event(ev uint32, now time.Time) {
 	c.settle(now)
 }
 
+// Wake implements httpd.Waker: a file job gave the connection output. Send
+// it, read on if reading stopped while the job was out, and settle.
+func (c *posixConn) Wake(now time.Time) {
+	if c.fd < 0 || c.lingering {
+		return
+	}
+	c.flush()
+	if c.blocked {
+		c.read(now)
+	}
+	c.settle(now)
+}
+
 // read moves bytes from the socket into httpd, flushing responses after each
 // read, until the socket is empty, httpd applies back-pressure, or the per-event
 // read budget is spent (level-triggered epoll calls again).
@@ -138,7 +151,7 @@ func (c *posixConn) settle(now time.Time) {
 		return
 	}
 	pending := c.hc.Pending() > 0
-	if !pending && (c.hc.Closing() || c.eof || c.p.drain) {
+	if !pending && !c.hc.Waiting() && (c.hc.Closing() || c.eof || c.p.drain) {
 		c.startLinger(now)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"percore/httpd"
@@ -26,6 +27,7 @@ type Server struct {
 	TLSAddr  netip.AddrPort // the TLS listeners' address (invalid: no TLS); Addr too when TLS has no port of its own
 
 	group     *shard.Group
+	site      *httpd.Site
 	log       *os.File
 	nativeRun *nativeRun
 	metrics   *metrics.Server
@@ -48,6 +50,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 		HeaderTimeout: o.HeaderTimeout,
 		IdleTimeout:   o.IdleTimeout,
 		BodyTimeout:   o.BodyTimeout,
+		CacheSize:     o.CacheSize / int64(len(cpus)), // each shard caches on its own
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docroot %q: %w", o.Docroot, err)
@@ -55,7 +58,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 	if routes != nil {
 		routes(site)
 	}
-	s := &Server{CPUs: cpus, done: make(chan struct{})}
+	s := &Server{CPUs: cpus, site: site, done: make(chan struct{})}
 	var logw io.Writer
 	if o.AccessLog != "" {
 		f, err := os.OpenFile(o.AccessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -88,8 +91,11 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 			cfg.TLS, cfg.TLSListener = tlsConf, tlsFDs[sh.ID]
 			cfg.TLSHandshakeTimeout = o.HeaderTimeout // a handshake is part of the first request's header time
 		}
-		_, err := NewPosix(sh, lfd, cfg, time.Now())
-		return err
+		p, err := NewPosix(sh, lfd, cfg, time.Now())
+		if err != nil || o.Docroot == "" {
+			return err
+		}
+		return attachFileIO(sh, p.Server())
 	})
 	if err != nil {
 		for i := range taken {
@@ -180,7 +186,45 @@ func (s *Server) release() {
 		s.closeErr = s.nativeRun.close()
 	}
 	s.closeLog()
+	s.site.Close()
 }
+
+// ReloadOnHUP passes on the signals of sig that stop the server and obeys
+// SIGHUP (Reload, then said is called) until sig is closed or the server is
+// done.
+func (s *Server) ReloadOnHUP(sig <-chan os.Signal, said func()) <-chan os.Signal {
+	stops := make(chan os.Signal, 2)
+	go func() {
+		for {
+			select {
+			case v, ok := <-sig:
+				if !ok {
+					close(stops)
+					return
+				}
+				if v != syscall.SIGHUP {
+					select {
+					case stops <- v:
+					case <-s.done:
+						return
+					}
+					continue
+				}
+				s.Reload()
+				if said != nil {
+					said()
+				}
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return stops
+}
+
+// Reload makes every shard forget the docroot files it cached (within a
+// second), so that files changed on disk are served; Main calls it on SIGHUP.
+func (s *Server) Reload() { s.site.Reload() }
 
 func (s *Server) closeLog() {
 	if s.log != nil {
@@ -241,6 +285,9 @@ func Main(name string, args []string, stderr io.Writer, sig <-chan os.Signal, ro
 	if o.StatsInterval > 0 {
 		go printStats(stderr, name, s.group.Stats, o.StatsInterval, stopStats)
 	}
+	sig = s.ReloadOnHUP(sig, func() {
+		fmt.Fprintf(stderr, "%s: SIGHUP: cached files dropped; files changed on disk are served within a second\n", name)
+	})
 	select {
 	case <-sig:
 	case <-s.Done():

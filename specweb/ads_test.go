@@ -140,7 +140,7 @@ func TestRewriteTags(t *testing.T) {
 			t.Errorf("tag %d points at %s, want %s", k, got, AdPath((3+k)%NumAds))
 		}
 	}
-	out := rewrite(&fileData{f, tags}, AdPath(47))
+	out := rewrite(f, tags, AdPath(47))
 	if len(out) != len(f) || bytes.Count(out, []byte(tagOpen+AdPath(47)+tagClose)) != 5 {
 		t.Fatalf("rewrite: %d bytes, %d tags at ad 47", len(out), bytes.Count(out, []byte(AdPath(47))))
 	}
@@ -155,8 +155,8 @@ func TestRewriteTags(t *testing.T) {
 	}
 }
 
-func rewrite(f *fileData, path string) []byte {
+func rewrite(f []byte, tags []int, path string) []byte {
 	var b bytes.Buffer
-	f.rewrite(b.Write, path)
+	writeRewritten(&b, f, tags, path)
 	return b.Bytes()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -35,19 +36,16 @@ type Config struct {
 	CommandFrom []netip.Addr // client addresses allowed ?command/...; nil: loopback
 }
 
-// App is the SPECweb99 application: the file set in memory, the tables and
-// the post log. Its handlers may run on every shard at once.
+// App is the SPECweb99 application: the tables, the post log and where the
+// CAD tags of each kind of file lie. The files themselves are read through
+// percore's per-shard file cache (ResponseWriter.File), the one the static
+// GETs are served from, so the set is held once and may be larger than
+// memory. Its handlers may run on every shard at once.
 type App struct {
 	cfg   Config
-	files [Classes * FilesPerDir][]fileData // per class and file, per directory
+	tags  [Classes * FilesPerDir][]int // per class and file: offsets of each tag's path, the same in every directory
 	dirs  int
 	state atomic.Pointer[state]
-}
-
-// fileData is one file and where its CAD tags' paths are.
-type fileData struct {
-	data []byte
-	tags []int // offsets of each tag's 27-byte path
 }
 
 // state is what Reset replaces as a whole: the tables, when they were
@@ -58,8 +56,10 @@ type state struct {
 	log    *PostLog
 }
 
-// Load reads the file set under root into memory (blocking; call it before
-// serving) with User.Personality and Custom.Ads.
+// Load opens the file set under root: it counts its directories, checks the
+// first and last directory's files (sizes and header lines; the others are
+// read as they are asked for), and reads User.Personality and Custom.Ads.
+// It blocks; call it before serving.
 func Load(root string, cfg Config) (*App, error) {
 	if cfg.CommandFrom == nil {
 		cfg.CommandFrom = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
@@ -80,23 +80,18 @@ func Load(root string, cfg Config) (*App, error) {
 	if a.dirs < NumAds/filesPerDirT {
 		return nil, fmt.Errorf("%s: %w (%d directories, at least %d needed)", root, ErrNoFileSet, a.dirs, NumAds/filesPerDirT)
 	}
-	for c := range Classes {
-		for y := range FilesPerDir {
-			a.files[c*FilesPerDir+y] = make([]fileData, a.dirs)
-		}
-	}
-	for d := range a.dirs {
+	for _, d := range []int{0, a.dirs - 1} {
 		for c := range Classes {
 			for y := range FilesPerDir {
-				data, err := os.ReadFile(filepath.Join(root, FilePath(d, c, y)))
-				if err != nil {
-					return nil, fmt.Errorf("incomplete file set: %w", err)
+				if err := checkFile(root, d, c, y); err != nil {
+					return nil, err
 				}
-				if len(data) != FileSize(c, y) || !bytes.HasPrefix(data, header(nil, d, c, y)) {
-					return nil, fmt.Errorf("incomplete file set: %s is not what the generator writes", FilePath(d, c, y))
-				}
-				a.files[c*FilesPerDir+y][d] = fileData{data, findTags(data)}
 			}
+		}
+	}
+	for c := range Classes {
+		for y := range FilesPerDir {
+			a.tags[c*FilesPerDir+y] = findTags(AppendFile(nil, 0, c, y))
 		}
 	}
 	pers, err1 := os.ReadFile(filepath.Join(root, PersonalityFile))
@@ -110,6 +105,25 @@ func Load(root string, cfg Config) (*App, error) {
 	}
 	a.state.Store(&state{t: t, loaded: time.Now(), log: new(PostLog)})
 	return a, nil
+}
+
+// checkFile checks one file's size and header line.
+func checkFile(root string, dir, class, num int) error {
+	f, err := os.Open(filepath.Join(root, FilePath(dir, class, num)))
+	if err != nil {
+		return fmt.Errorf("incomplete file set: %w", err)
+	}
+	defer f.Close()
+	want := header(nil, dir, class, num)
+	got := make([]byte, len(want))
+	fi, err := f.Stat()
+	if err == nil {
+		_, err = io.ReadFull(f, got)
+	}
+	if err != nil || fi.Size() != int64(FileSize(class, num)) || !bytes.Equal(got, want) {
+		return fmt.Errorf("incomplete file set: %s is not what the generator writes", FilePath(dir, class, num))
+	}
+	return nil
 }
 
 // Dirs is the number of directories loaded.
@@ -138,49 +152,62 @@ func (a *App) Register(s *percore.Server) {
 	s.Handle(CGIPath, cgi)
 }
 
-// file parses "/file_set/dirNNNNN/classC_Y" and returns that file.
-func (a *App) file(p []byte) (*fileData, bool) {
+// file parses "/file_set/dirNNNNN/classC_Y" and returns the file's class
+// and number.
+func (a *App) file(p []byte) (class, num int, ok bool) {
 	rest, ok := bytes.CutPrefix(p, []byte("/file_set/dir"))
 	if !ok || len(rest) != len("00000/class0_0") || string(rest[5:11]) != "/class" || rest[12] != '_' {
-		return nil, false
+		return 0, 0, false
 	}
 	dir := 0
 	for _, b := range rest[:5] {
 		if b < '0' || b > '9' {
-			return nil, false
+			return 0, 0, false
 		}
 		dir = dir*10 + int(b-'0')
 	}
-	class, num := int(rest[11])-'0', int(rest[13])-'0'
+	class, num = int(rest[11])-'0', int(rest[13])-'0'
 	if dir >= a.dirs || class < 0 || class >= Classes || num < 0 || num >= FilesPerDir {
-		return nil, false
+		return 0, 0, false
 	}
-	return &a.files[class*FilesPerDir+num][dir], true
+	return class, num, true
 }
 
 // get serves the dynamic GETs: a command, a standard dynamic GET, or with a
-// Cookie field the ad rotation.
+// Cookie field the ad rotation. The file comes from the shard's file cache;
+// on a miss the handler returns and runs again once it has been read.
 func (a *App) get(w *percore.ResponseWriter, r *percore.Request) {
 	if cmd, ok := bytes.CutPrefix(r.Query, []byte("command/")); ok {
 		a.command(w, r, cmd)
 		return
 	}
-	f, ok := a.file(r.Query)
+	class, num, ok := a.file(r.Query)
 	if !ok {
 		fail(w, 404, "specweb: want ?/file_set/dirNNNNN/classC_Y of a file in the set")
 		return
 	}
 	cookie := r.Header("cookie")
+	var user, lastAd int
+	if cookie != nil {
+		var err error
+		if user, lastAd, err = ParseCookie(cookie); err != nil {
+			fail(w, 400, "specweb: "+err.Error())
+			return
+		}
+	}
+	data, found, wait := w.File(r.Query)
+	if wait {
+		return
+	}
+	if !found || len(data) != FileSize(class, num) {
+		fail(w, 404, "specweb: the file set has no file "+string(r.Query)+" of the generator's size")
+		return
+	}
 	if cookie == nil {
 		w.Header("Content-Type", "text/html")
 		pagePrefix(w, r)
-		w.Write(f.data)
+		w.Write(data)
 		w.WriteString(pageSuffix)
-		return
-	}
-	user, lastAd, err := ParseCookie(cookie)
-	if err != nil {
-		fail(w, 400, "specweb: "+err.Error())
 		return
 	}
 	st := a.state.Load()
@@ -192,27 +219,37 @@ func (a *App) get(w *percore.ResponseWriter, r *percore.Request) {
 	ad, weight := st.t.Select(st.t.Users[u], lastAd)
 	expired := time.Since(st.loaded) > time.Duration(st.t.Ads[ad].Expiry)*time.Second
 	var c [64]byte
-	w.Header("Set-Cookie", string(AppendFoundCookie(c[:0], ad, weight, expired)))
+	w.HeaderBytes("Set-Cookie", AppendFoundCookie(c[:0], ad, weight, expired))
 	w.Header("Content-Type", "text/html")
 	pagePrefix(w, r)
-	writeRewritten(w, f, AdPath(ad))
+	writeRewritten(w, data, a.tags[class*FilesPerDir+num], AdPath(ad))
 	w.WriteString(pageSuffix)
 }
 
-// writeRewritten writes f with every CAD tag pointing at path.
-func writeRewritten(w *percore.ResponseWriter, f *fileData, path string) {
-	f.rewrite(w.Write, path)
+// writer is where a rewritten file goes: the ResponseWriter, a buffer in tests.
+type writer interface {
+	Write([]byte) (int, error)
+	WriteString(string) (int, error)
 }
 
-// rewrite emits f in pieces, every CAD tag's path replaced by path.
-func (f *fileData) rewrite(emit func([]byte) (int, error), path string) {
+// writeRewritten writes data with every CAD tag pointing at path. tags are
+// where the generator puts them; a file changed since (every tag checked)
+// has its tags found again.
+func writeRewritten(w writer, data []byte, tags []int, path string) {
+	for _, p := range tags {
+		if p < len(tagOpen) || p+pathLen+len(tagClose) > len(data) ||
+			string(data[p-len(tagOpen):p]) != tagOpen || string(data[p+pathLen:p+pathLen+len(tagClose)]) != tagClose {
+			tags = findTags(data)
+			break
+		}
+	}
 	from := 0
-	for _, p := range f.tags {
-		emit(f.data[from:p])
-		emit([]byte(path))
+	for _, p := range tags {
+		w.Write(data[from:p])
+		w.WriteString(path)
 		from = p + pathLen
 	}
-	emit(f.data[from:])
+	w.Write(data[from:])
 }
 
 // pagePrefix is the small page the dynamic responses wrap their content in.

@@ -37,10 +37,14 @@
 //
 // # Handlers and memory
 //
-// Handlers run on percore's shards and never block. In this phase the whole
-// file set is held in memory twice: the docroot that percore's static path
-// loads at start, and the copy the dynamic handlers read. That suits small
-// sets (a few connections' worth); a disk-backed cache is a later step.
+// Handlers run on percore's shards and never block. The file set is held
+// once: the static GETs and the dynamic handlers read it through percore's
+// per-shard file cache (ResponseWriter.File), bounded by --cache-size, so a
+// set larger than memory is served. On a miss the handler returns, a file
+// reader off the shard reads the file, and the handler runs again. Load
+// reads no file but the first and last directory's headers; the CAD tags'
+// offsets are the generator's, the same in every directory, and are checked
+// against each file as it is rewritten.
 //
 // # The post log
 //

@@ -221,3 +221,37 @@ func TestStopForceClosesAtTimeout(t *testing.T) {
 		t.Fatalf("the stalled connection was not counted as force-closed:\n%s", ch.log.String())
 	}
 }
+
+// TestSIGHUPServesChangedFiles: after SIGHUP a docroot file changed on disk
+// is served, and httpd keeps running.
+func TestSIGHUPServesChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.txt")
+	must(t, os.WriteFile(file, []byte("old\n"), 0o644))
+	ch := startChild(t, "--smp", "1", "--address", "127.0.0.1", "--port", "0", "--docroot", dir)
+	get := func() string {
+		resp, err := http.Get("http://" + ch.addr + "/a.txt")
+		must(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		must(t, err)
+		return string(b)
+	}
+	if b := get(); b != "old\n" {
+		t.Fatalf("%q", b)
+	}
+	must(t, os.WriteFile(file, []byte("new\n"), 0o644))
+	if b := get(); b != "old\n" {
+		t.Fatalf("before SIGHUP: %q (the cached copy is served until a reload)", b)
+	}
+	must(t, ch.cmd.Process.Signal(syscall.SIGHUP))
+	for deadline := time.Now().Add(10 * time.Second); get() != "new\n"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("changed file not served after SIGHUP")
+		}
+	}
+	must(t, ch.cmd.Process.Signal(syscall.SIGINT))
+	if code := ch.wait(t, 15*time.Second); code != 0 || !strings.Contains(ch.log.String(), "SIGHUP: cached files dropped") {
+		t.Fatalf("exit %d; stderr:\n%s", code, ch.log.String())
+	}
+}

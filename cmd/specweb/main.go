@@ -5,7 +5,9 @@
 //	specweb serve --dir /srv/web99 --port 8080 --smp 2 # plus any flag of httpd
 //
 // gen is resumable (run it again after an interruption) and reports its
-// progress on stderr. serve loads the whole file set into memory at start.
+// progress on stderr. serve reads the files as they are asked for, through
+// one per-shard cache (--cache-size) that the static and the dynamic GETs
+// share, so the set may be larger than memory; SIGHUP empties the cache.
 package main
 
 import (
@@ -33,7 +35,7 @@ const usage = `usage:
 
 func main() {
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	os.Exit(run(os.Args[1:], os.Stderr, sig, nil))
 }
 
@@ -166,9 +168,18 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 	if o.StatsInterval > 0 {
 		go printStats(stderr, s, o.StatsInterval, stopStats)
 	}
-	select {
-	case <-sig:
-	case <-s.Done():
+	for waiting := true; waiting; {
+		select {
+		case v := <-sig:
+			if v == syscall.SIGHUP {
+				s.Reload()
+				fmt.Fprintf(stderr, "specweb serve: SIGHUP: cached files dropped\n")
+				continue
+			}
+			waiting = false
+		case <-s.Done():
+			waiting = false
+		}
 	}
 	close(stopStats)
 	s.Stop()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -187,5 +188,71 @@ func TestSplitFlags(t *testing.T) {
 	mine, rest := splitFlags([]string{"--dir", "d", "--port", "8", "-seed=3", "--smp", "dir", "--command-from", "::1"}, "dir", "seed", "command-from")
 	if fmt.Sprint(mine) != "[--dir d -seed=3 --command-from ::1]" || fmt.Sprint(rest) != "[--port 8 --smp dir]" {
 		t.Fatalf("mine %q rest %q", mine, rest)
+	}
+}
+
+// TestServeSetLargerThanCache serves a file set some two thousand times
+// --cache-size: static and dynamic GETs of random files, each checked
+// against the generator.
+func TestServeSetLargerThanCache(t *testing.T) {
+	root := t.TempDir()
+	var stderr bytes.Buffer
+	if c := run([]string{"gen", "--conns", "2", "--dir", root}, &stderr, nil, nil); c != 0 {
+		t.Fatalf("gen: exit %d: %s", c, stderr.String())
+	}
+	sig := make(chan os.Signal, 1)
+	addrs := make(chan netip.AddrPort, 1)
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "--dir", root, "--port", "0", "--address", "127.0.0.1", "--smp", "2",
+			"--stats-interval", "0", "--cache-size", "128K", "--post-log", "-"}, &stderr, sig, func(a netip.AddrPort) { addrs <- a })
+	}()
+	var base string
+	select {
+	case a := <-addrs:
+		base = "http://" + a.String()
+	case c := <-code:
+		t.Fatalf("serve exited %d: %s", c, stderr.String())
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		d, c, y := rng.IntN(26), rng.IntN(specweb.Classes), rng.IntN(specweb.FilesPerDir)
+		path := "/" + specweb.FilePath(d, c, y)
+		file := string(specweb.AppendFile(nil, d, c, y))
+		url, cookie := base+path, ""
+		switch i % 3 {
+		case 1:
+			url = base + specweb.DynamicPath + "?" + path
+		case 2:
+			url, cookie = base+specweb.DynamicPath+"?"+path, "my_cookie=user_id=10001&last_ad=5"
+		}
+		req, _ := http.NewRequest("GET", url, nil)
+		if cookie != "" {
+			req.Header.Set("Cookie", cookie)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		ok := err == nil && resp.StatusCode == 200
+		switch i % 3 {
+		case 0:
+			ok = ok && body == file
+		case 1:
+			ok = ok && strings.Contains(body, "<pre>\n"+file+"</pre>")
+		case 2: // the file with its tags rewritten: same length, same header line
+			ok = ok && strings.Contains(body, "<pre>\n"+file[:strings.IndexByte(file, '\n')+1]) &&
+				strings.Count(body, "<!WEB99CAD>") == specweb.Tags(c, y)
+		}
+		if !ok {
+			t.Fatalf("%s (cookie %q): %d, %v, %d bytes: not the generated file", url, cookie, resp.StatusCode, err, len(body))
+		}
+	}
+	sig <- syscall.SIGTERM
+	if c := <-code; c != 0 {
+		t.Fatalf("serve: exit %d: %s", c, stderr.String())
 	}
 }

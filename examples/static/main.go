@@ -4,8 +4,9 @@
 //	go run ./examples/static --docroot ./docs --port 8080
 //	curl http://127.0.0.1:8080/architecture.md
 //
-// Without --docroot it serves the current directory. Files are loaded into
-// memory at start (dotfiles and symbolic links are left out).
+// Without --docroot it serves the current directory. Files are read as they
+// are asked for and cached per shard (--cache-size); dotfiles and symbolic
+// links are not served.
 package main
 
 import (

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"percore/httpd"
+	"percore/shard"
+)
+
+// fileWorkers is how many goroutines read files for one shard's httpd: a few
+// reads in flight let the disk reorder them, and a slow one does not hold
+// up the rest.
+const fileWorkers = 4
+
+// fileIO is one httpd.Server's httpd.FileIO: worker goroutines that run file
+// jobs off the shard's thread (they block in open and pread), and an eventfd
+// in the shard's epoll that wakes the shard when jobs are done. The shard
+// hands jobs over on a channel (never blocking: a full channel's jobs wait in
+// over) and takes finished ones back under a mutex, once per wake-up. Only
+// a cache miss or a streamed chunk comes this way, never a hit.
+type fileIO struct {
+	srv  *httpd.Server
+	jobs chan *httpd.FileJob
+	over []*httpd.FileJob // jobs the channel had no room for; shard only
+	efd  int
+	wg   sync.WaitGroup
+
+	mu   sync.Mutex
+	done []*httpd.FileJob // finished, for the shard
+	took []*httpd.FileJob // the shard's batch, swapped with done
+}
+
+// attachFileIO gives srv a fileIO on shard sh: srv reads files through it
+// from now on. Call from the shard's setup; the shard closes it when it stops.
+func attachFileIO(sh *shard.Shard, srv *httpd.Server) error {
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("file reader: eventfd: %w", err)
+	}
+	f := &fileIO{srv: srv, jobs: make(chan *httpd.FileJob, 1024), efd: efd}
+	if err := sh.AddFD(efd, unix.EPOLLIN, sh.AddSource(f), 0); err != nil {
+		unix.Close(efd)
+		return err
+	}
+	for range fileWorkers {
+		f.wg.Add(1)
+		go f.work()
+	}
+	srv.SetFileIO(f)
+	sh.AddStopper(f)
+	return nil
+}
+
+// Submit implements httpd.FileIO.
+func (f *fileIO) Submit(j *httpd.FileJob) {
+	if len(f.over) == 0 {
+		select {
+		case f.jobs <- j:
+			return
+		default:
+		}
+	}
+	f.over = append(f.over, j)
+}
+
+func (f *fileIO) work() {
+	defer f.wg.Done()
+	one := [8]byte{1}
+	for j := range f.jobs {
+		j.Run()
+		f.mu.Lock()
+		f.done = append(f.done, j)
+		first := len(f.done) == 1
+		f.mu.Unlock()
+		if first { // later ones find the eventfd already readable
+			unix.Write(f.efd, one[:])
+		}
+	}
+}
+
+// Events takes the finished jobs back to httpd, on the shard.
+func (f *fileIO) Events(_ []shard.Event, now time.Time) {
+	var b [8]byte
+	unix.Read(f.efd, b[:])
+	f.mu.Lock()
+	f.done, f.took = f.took[:0], f.done
+	f.mu.Unlock()
+	for i, j := range f.took {
+		f.took[i] = nil
+		f.srv.Complete(j, now)
+	}
+	for len(f.over) > 0 {
+		select {
+		case f.jobs <- f.over[0]:
+			f.over[0] = nil
+			f.over = f.over[1:]
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// Drain and Drained implement shard.Stopper: jobs in flight finish on their
+// own; the connections waiting for them drain with the stack.
+func (f *fileIO) Drain(time.Time) {}
+func (f *fileIO) Drained() bool   { return true }
+
+// Close stops the workers once the jobs handed over are done (the stack has
+// closed every connection; what they read is dropped) and closes the eventfd.
+func (f *fileIO) Close() {
+	close(f.jobs)
+	f.wg.Wait()
+	unix.Close(f.efd)
+}
