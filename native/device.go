@@ -25,8 +25,8 @@ type Config struct {
 	Netmask netip.Addr // [255.255.255.0]
 	Gateway netip.Addr // next hop to off-link peers [none]
 	MTU     int        // the largest IP MTU to use, lowered to the interface's [1500]
-	Queues  int        // shards, each owning one rx queue or more [1]
-	RSS     RSS        // how the shards take more rx queues than there are shards [RSSOff]
+	Queues  int        // shards, each owning one rx queue or more, or none (RSSForward) [1]
+	RSS     RSS        // how the shards take more rx queues than there are shards, or fewer [RSSAuto]
 
 	XDPMode afxdp.AttachMode // [afxdp.Native]
 	Frames  int              // UMEM frames per queue, a power of two [SizeFor each queue's MaxConns]
@@ -76,6 +76,7 @@ type Device struct {
 	rss   RSS         // the strategy in use (never RSSAuto)
 	own   [][]int     // the rx queues of each shard
 	indir *indirState // the table to put back; nil: untouched
+	fwd   *forwarding // RSSForward's hash and rings; nil: not forwarding
 
 	frags *fragRouter // ICMP "fragmentation needed" between the queues' stacks; nil with one queue
 
@@ -131,7 +132,10 @@ func Open(cfg Config) (_ *Device, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := len(d.own); n > 1 || len(d.own[0]) > 1 {
+	switch {
+	case d.fwd != nil: // a stack on every shard, the queueless ones too: shard i's is i
+		d.frags = newFragRouter(d.fwd.shards, assignQueues(d.fwd.shards, d.fwd.shards))
+	case len(d.own) > 1 || len(d.own[0]) > 1:
 		d.frags = newFragRouter(d.rxq, d.own)
 	}
 	cfg.Logf("%s", d.Layout())
@@ -150,6 +154,12 @@ func (d *Device) spread() error {
 	d.rss = c.RSS
 	if d.rxq == c.Queues {
 		d.rss = RSSOff // one queue each: nothing to spread
+	}
+	if d.rxq < c.Queues { // check let only RSSAuto and RSSForward through
+		return d.forward()
+	}
+	if d.rss == RSSForward {
+		d.rss = RSSAuto // no fewer queues than shards: nothing to forward
 	}
 	if d.rss == RSSIndir || d.rss == RSSAuto {
 		st, err := programIndir(c.rssDir, c.Iface, c.Queues)
@@ -173,7 +183,40 @@ func (d *Device) spread() error {
 	return nil
 }
 
+// forward sets up software forwarding (RSSForward): shard i < rxq owns
+// queue i, the others none; the hash key is the NIC's where it shows one.
+func (d *Device) forward() error {
+	c := &d.cfg
+	key, why := readRSSKey(c.Iface)
+	note := "the NIC's Toeplitz key"
+	if key == nil {
+		key, note = fixedKey[:], "a fixed Toeplitz key: "+why
+	}
+	f, err := newForwarding(c.Queues, d.rxq, d.mtu, key, note)
+	if err != nil {
+		return err
+	}
+	d.fwd, d.rss = f, RSSForward
+	d.own = make([][]int, c.Queues)
+	for q := range d.rxq {
+		d.own[q] = []int{q}
+	}
+	return nil
+}
+
+// FlowShard is the shard whose stack software forwarding (RSSForward) gives
+// the TCP flow whose segments arrive from src to dst, both IPv4; -1 when
+// the device does not forward.
+func (d *Device) FlowShard(src, dst netip.AddrPort) int {
+	if d.fwd == nil || !src.Addr().Is4() || !dst.Addr().Is4() {
+		return -1
+	}
+	return d.fwd.flowShard(src.Addr().As4(), dst.Addr().As4(), src.Port(), dst.Port())
+}
+
 // Owned is the rx queues shard i owns, in order: open each with NewQueue.
+// None: the shard has no queue (RSSForward): open its stack with
+// NewForwarded.
 func (d *Device) Owned(i int) []int { return d.own[i] }
 
 // RSS is the strategy in use: RSSIndir, RSSQueues or RSSOff (also when
@@ -188,6 +231,8 @@ func (d *Device) Layout() string {
 	switch {
 	case d.rxq == len(d.own):
 		b.WriteString("one queue each")
+	case d.rss == RSSForward:
+		fmt.Fprintf(&b, "forward strategy (fewer queues than shards: queue owners hash each TCP flow to its shard with %s)", d.fwd.keyNote)
 	case d.rss == RSSIndir:
 		fmt.Fprintf(&b, "indir strategy (RSS table over queues 0-%d)", len(d.own)-1)
 	case d.fellBack:
@@ -206,6 +251,13 @@ func (d *Device) Layout() string {
 				b.WriteByte(',')
 			}
 			b.WriteString(strconv.Itoa(q))
+		}
+		switch {
+		case d.fwd == nil:
+		case len(qs) > 0:
+			b.WriteString(" (forwards)")
+		default:
+			fmt.Fprintf(&b, "none (forwarded, sends through shard %d)", d.fwd.home(i))
 		}
 	}
 	if d.allTCP {
@@ -243,7 +295,9 @@ func (d *Device) check() error {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
 	}
 	d.rxq = nq
-	if nq < c.Queues {
+	// Forwarding serves a server's flows; a client's shards would have to
+	// pick source ports whose replies hash to them (Device.FlowShard).
+	if nq < c.Queues && (c.PortLo != 0 || c.RSS != RSSAuto && c.RSS != RSSForward) {
 		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
 	if c.PortLo != 0 {
@@ -351,6 +405,10 @@ func (d *Device) Close() error {
 	if d.prog != nil {
 		errs = append(errs, d.prog.Close())
 		d.prog = nil
+	}
+	if d.fwd != nil {
+		d.fwd.close()
+		d.fwd = nil
 	}
 	if d.ns.IsOpen() {
 		errs = append(errs, d.ns.Close())

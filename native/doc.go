@@ -2,10 +2,13 @@
 // one start-up that the server, the load generator and the tests share.
 //
 // Open checks the interface (root, present in its network namespace, an
-// Ethernet address, its MTU, at least one rx queue per shard, an address the
-// kernel does not hold), chooses how the shards take more queues than there
-// are shards (Config.RSS: the NIC's indirection table onto queues
-// 0..shards-1, or several queues per shard; Device.Owned says which), and
+// Ethernet address, its MTU, its rx queues, an address the kernel does not
+// hold), chooses how the shards take more queues than there are shards
+// (Config.RSS: the NIC's indirection table onto queues 0..shards-1, or
+// several queues per shard; Device.Owned says which) or fewer (software
+// forwarding: the queues' owners hash each TCP flow to its shard and pass
+// its frames over rings; a shard without a queue opens its stack with
+// NewForwarded), and
 // loads and attaches the XDP program that steers our
 // frames to the AF_XDP socket of the queue they arrive on: ARP for our
 // address, and TCP to our listen ports (a server) or source ports (a

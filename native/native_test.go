@@ -52,7 +52,7 @@ func TestOpenChecks(t *testing.T) {
 			c.Iface, c.Netns, c.Addr = pair.ClientIf, pair.ClientNS.Name, pair.ClientIP
 			c.PortLo, c.PortHi = 40000, 40999
 		}, ErrKernelAddr},
-		{"too few queues", func(c *Config) { c.Queues = 2 }, ErrTooFewQueues},
+		{"too few queues", func(c *Config) { c.Queues, c.RSS = 2, RSSQueues }, ErrTooFewQueues},
 		{"small MTU", func(c *Config) { c.MTU = 500 }, ErrMTU},
 	} {
 		c := server

@@ -40,15 +40,30 @@ type QueueStats struct {
 	FramesShort uint64 `stat:"count"` // polls begun with few frames free: new SYNs shed (tcp.syn_shed), windows held back (tcp.mem_window_clamped)
 	FragsIn     uint64 `stat:"count"` // ICMP "fragmentation needed" taken from other queues' stacks (their ip.icmp_forwarded)
 	FragsFull   uint64 `stat:"drop"`  // ... not passed to a queue whose mailbox was full
+
+	// Software forwarding (RSSForward); zero without it.
+	FwdOut       uint64 `stat:"count"` // frames this shard's queue received for another shard, copied into its ring
+	FwdIn        uint64 `stat:"count"` // frames another shard's queue received for this one
+	FwdRingFull  uint64 `stat:"drop"`  // frames for another shard dropped: its ring was full
+	FwdTxOut     uint64 `stat:"count"` // frames this queueless shard handed its home owner to send
+	FwdTxSent    uint64 `stat:"count"` // frames this owner sent for queueless shards
+	FwdWakes     uint64 `stat:"count"` // eventfd wakeups of this shard by another's ring
+	FwdTxPool    int    `stat:"gauge"` // queueless: transmit buffers free in the shard's pool
+	FwdRingsLeft int    `stat:"gauge"` // frames left in the rings this shard reads, as it closed
 }
 
 // Queue is one shard's native stack on its rx queue: the AF_XDP socket, the
-// link over it and the userspace stack. It is owned by the shard: every
-// method runs on the shard's goroutine. The owner closes it (Close) when the
-// shard stops, after what runs on it has finished with the stack.
+// link over it and the userspace stack. With software forwarding (RSSForward)
+// the link is the shard's fwdLink, and a shard without a queue has a Queue
+// without a socket (NewForwarded), fed by the other shards' rings. It is
+// owned by the shard: every method runs on the shard's goroutine. The owner
+// closes it (Close) when the shard stops, after what runs on it has
+// finished with the stack.
 type Queue struct {
-	sock   *afxdp.Socket
-	link   *netstack.AFXDPLink
+	sock   *afxdp.Socket // nil: a shard without a queue (forwarded)
+	link   netstack.Link
+	fwd    *fwdLink // software forwarding; nil: none
+	wake   *waker   // the shard's, with fwd
 	stack  *netstack.Stack
 	app    App
 	wheel  *shard.Wheel
@@ -57,6 +72,7 @@ type Queue struct {
 	size   Sizing
 	budget *netstack.MemBudget // the shard's, from QueueConfig.TCP.Budget; nil: none
 	frags  *fragRouter         // the device's; nil with one queue
+	id     int                 // the stack's in frags: the rx queue's, or (forwarded) the shard's
 	low    int                 // free transmit frames under which new connections are shed
 	closed bool
 	xsk    afxdp.Stats // the socket's numbers as it closed
@@ -100,7 +116,7 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if tc.MaxConns == 0 {
 		tc.MaxConns = defaultMaxConns
 	}
-	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames)}
+	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: id}
 	if tc.SynBacklog == 0 {
 		tc.SynBacklog = q.size.SynBacklog
 	}
@@ -116,11 +132,56 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if err = d.prog.Register(q.sock); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
-	link, err := netstack.NewAFXDPLink(q.sock, d.mtu, 64)
+	link, err := netstack.NewAFXDPLink(q.sock, d.mtu, linkBatch)
 	if err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
 	q.link = link
+	if d.fwd != nil { // owner i owns queue i
+		q.fwd, q.wake = d.fwd.newFwdLink(id, link, d.mtu, linkBatch, 0, &q.stats), d.fwd.wake[id]
+		q.link = q.fwd
+	}
+	if err := d.newStack(q, tc); err != nil {
+		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+	}
+	return q, nil
+}
+
+// linkBatch is the frames one call on a queue's link moves.
+const linkBatch = 64
+
+// NewForwarded is the stack of shard i when it owns no rx queue (RSSForward:
+// Owned(i) is empty): it receives the frames of its flows from the shards
+// that own queues and sends through its home queue's owner. Call it, as
+// NewQueue, on the shard's thread.
+func (d *Device) NewForwarded(i int, cfg QueueConfig) (*Queue, error) {
+	if d.fwd == nil || i < d.fwd.queues || i >= d.fwd.shards {
+		return nil, fmt.Errorf("native: shard %d has no forwarded stack", i)
+	}
+	if d.ns.IsOpen() {
+		runtime.LockOSThread() // as NewQueue: the shard's thread stays in the namespace
+		if err := d.enter(); err != nil {
+			return nil, err
+		}
+	}
+	tc := cfg.TCP
+	if tc.MaxConns == 0 {
+		tc.MaxConns = defaultMaxConns
+	}
+	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: i}
+	if tc.SynBacklog == 0 {
+		tc.SynBacklog = q.size.SynBacklog
+	}
+	q.fwd, q.wake = d.fwd.newFwdLink(i, nil, d.mtu, linkBatch, q.size.Frames/2, &q.stats), d.fwd.wake[i]
+	q.link = q.fwd
+	if err := d.newStack(q, tc); err != nil {
+		return nil, fmt.Errorf("native: shard %d: %w", i, err)
+	}
+	return q, nil
+}
+
+// newStack builds q's stack with TCP on, over q.link.
+func (d *Device) newStack(q *Queue, tc netstack.TCPConfig) (err error) {
 	q.low = q.size.Frames / 2 / lowFraction
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
@@ -129,17 +190,17 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		sc.Gateway, _ = netstack.IPv4AddrFrom(d.cfg.Gateway)
 	}
 	if q.stack, err = netstack.NewStack(sc); err != nil {
-		return nil, fmt.Errorf("native: queue %d: %w", id, err)
+		return err
 	}
 	tc.MSS = uint16(d.mtu - 40)
 	q.stack.EnableTCP(tc)
 	q.budget = tc.Budget
 	if q.frags = d.frags; q.frags != nil {
 		q.stack.ForwardFragNeeded(func(e netstack.FragNeeded) {
-			q.stats.FragsFull += uint64(q.frags.post(id, e))
+			q.stats.FragsFull += uint64(q.frags.post(q.id, e))
 		})
 	}
-	return q, nil
+	return nil
 }
 
 // bindMode is the sockets' bind: copy mode under generic XDP, which hands
@@ -160,12 +221,22 @@ func (q *Queue) Register(sh *shard.Shard) error {
 	q.wheel = sh.Wheel()
 	q.next.Init(func(time.Time) {})
 	src := sh.AddSource(q)
-	if err := sh.AddFD(q.sock.Fd(), unix.EPOLLIN, src, 0); err != nil {
-		return fmt.Errorf("native: queue %d: %w", q.sock.Queue(), err)
+	if q.sock != nil {
+		if err := sh.AddFD(q.sock.Fd(), unix.EPOLLIN, src, 0); err != nil {
+			return fmt.Errorf("native: queue %d: %w", q.sock.Queue(), err)
+		}
+	}
+	if q.wake != nil {
+		if err := sh.AddFD(q.wake.fd, unix.EPOLLIN, src, wakeToken); err != nil {
+			return fmt.Errorf("native: shard %d: forwarding eventfd: %w", sh.ID, err)
+		}
 	}
 	sh.AddPoller(q)
 	return nil
 }
+
+// wakeToken marks the forwarding eventfd's events (the socket's are 0).
+const wakeToken = 1
 
 // Poll implements shard.Poller: the App's Before, the stack once over the
 // link, the App's After. It reports work while frames move, the kernel still
@@ -178,21 +249,25 @@ func (q *Queue) Poll(now time.Time) bool {
 	if q.app != nil {
 		q.app.Before(now)
 	}
-	short := q.sock.FreeFrames() < q.low
+	short := q.freeFrames() < q.low
 	if short {
 		q.stats.FramesShort++
 	}
 	q.stack.ShedSYNs(short)
 	q.stack.FramesShort(short)
 	if q.frags != nil {
-		q.stats.FragsIn += uint64(q.frags.drain(q.sock.Queue(), now, q.stack, q.link))
+		q.stats.FragsIn += uint64(q.frags.drain(q.id, now, q.stack, q.link))
 	}
 	rx, tx := q.stack.Frames()
+	moved := q.moved()
 	next := q.stack.Poll(now, q.link)
 	rx2, tx2 := q.stack.Frames()
-	busy := rx2 != rx || tx2 != tx || q.sock.TxOutstanding() > 0
+	busy := rx2 != rx || tx2 != tx || q.moved() != moved || (q.sock != nil && q.sock.TxOutstanding() > 0)
 	if q.app != nil && q.app.After(now) {
 		busy = true
+	}
+	if q.wake != nil {
+		busy = q.drowse(busy)
 	}
 	switch {
 	case next.IsZero():
@@ -205,9 +280,48 @@ func (q *Queue) Poll(now time.Time) bool {
 	return busy
 }
 
-// Events implements shard.Source: the socket fd became readable. Nothing to
-// do here: the loop polls the rings next.
-func (q *Queue) Events(evs []shard.Event, now time.Time) { q.stats.Wakeups++ }
+// drowse runs the forwarding side of the sleep protocol (waker): a poll
+// that did no work lets the other shards wake this one, then looks at the
+// rings once more.
+func (q *Queue) drowse(busy bool) bool {
+	if busy {
+		q.wake.awake()
+		return true
+	}
+	q.wake.drowse()
+	return q.fwd.ready()
+}
+
+// freeFrames is the transmit frames the stack may still take: the socket's,
+// or the pool's of a shard without a queue.
+func (q *Queue) freeFrames() int {
+	if q.sock == nil {
+		return len(q.fwd.free)
+	}
+	return q.sock.FreeFrames()
+}
+
+// moved is the frames forwarded either way so far (0 without forwarding).
+func (q *Queue) moved() uint64 {
+	if q.fwd == nil {
+		return 0
+	}
+	return q.fwd.moved
+}
+
+// Events implements shard.Source: the socket fd became readable, or another
+// shard woke this one through the forwarding eventfd. Nothing more to do
+// here: the loop polls the rings next.
+func (q *Queue) Events(evs []shard.Event, now time.Time) {
+	for _, ev := range evs {
+		if ev.Token == wakeToken {
+			q.wake.reset()
+			q.stats.FwdWakes++
+		} else {
+			q.stats.Wakeups++
+		}
+	}
+}
 
 // Sizing is what the queue holds: its connections, UMEM frames, rings and
 // SYN backlog.
@@ -220,6 +334,10 @@ func (q *Queue) Describe() string {
 	if q.budget != nil && q.budget.Limit() > 0 {
 		mem = fmt.Sprintf("memory budget %d MiB (the shard's)", q.budget.Limit()>>20)
 	}
+	if q.sock == nil {
+		return fmt.Sprintf("no queue, forwarded: %d connections, %d transmit buffers (%d MiB), SYN backlog %d, %s",
+			q.size.Conns, len(q.fwd.free), len(q.fwd.pool)>>20, q.size.SynBacklog, mem)
+	}
 	return fmt.Sprintf("queue %d: %d connections, %d frames (%d MiB UMEM), rings of %d, SYN backlog %d, %s",
 		q.sock.Queue(), q.size.Conns, q.size.Frames, q.size.UMEMBytes(q.sock.FrameSize())>>20, q.size.Ring, q.size.SynBacklog, mem)
 }
@@ -231,16 +349,22 @@ func (q *Queue) Stack() *netstack.Stack { return q.stack }
 // take one (AbortTCP).
 func (q *Queue) Link() netstack.Link { return q.link }
 
-// Socket is the queue's AF_XDP socket.
+// Socket is the queue's AF_XDP socket; nil for a shard without a queue.
 func (q *Queue) Socket() *afxdp.Socket { return q.sock }
 
-// Stats returns the queue's own counters.
-func (q *Queue) Stats() QueueStats { return q.stats }
+// Stats returns the queue's own counters, forwarding's among them.
+func (q *Queue) Stats() QueueStats {
+	st := q.stats
+	if q.fwd != nil {
+		st.FwdTxPool = len(q.fwd.free)
+	}
+	return st
+}
 
 // XSKStats returns the socket's counters; after Close, those it had as it
 // closed.
 func (q *Queue) XSKStats() afxdp.Stats {
-	if q.closed {
+	if q.closed || q.sock == nil {
 		return q.xsk
 	}
 	st, _ := q.sock.Stats()
@@ -261,6 +385,11 @@ func (q *Queue) Close() {
 	}
 	q.link.Flush()
 	q.stack.Close(q.link)
-	q.xsk, _ = q.sock.Stats()
-	q.sock.Close()
+	if q.fwd != nil {
+		q.fwd.close()
+	}
+	if q.sock != nil {
+		q.xsk, _ = q.sock.Stats()
+		q.sock.Close()
+	}
 }

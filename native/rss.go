@@ -12,17 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RSS is how the shards take an interface with more rx queues than shards.
+// RSS is how the shards take an interface with more rx queues than shards,
+// or fewer.
 type RSS uint8
 
 const (
-	RSSAuto   RSS = iota // RSSIndir where the driver has an indirection table, else RSSQueues
-	RSSIndir             // program the NIC's indirection table onto queues 0..shards-1
-	RSSQueues            // shard i owns queues i, i+shards, i+2*shards, ...
-	RSSOff               // shard i owns queue i; flows hashed to other queues go to the kernel
+	RSSAuto    RSS = iota // more queues: RSSIndir where the driver has an indirection table, else RSSQueues; fewer: RSSForward
+	RSSIndir              // program the NIC's indirection table onto queues 0..shards-1
+	RSSQueues             // shard i owns queues i, i+shards, i+2*shards, ...
+	RSSOff                // shard i owns queue i; flows hashed to other queues go to the kernel
+	RSSForward            // fewer queues: shard i < queues owns queue i and hands other shards their flows (forward.go)
 )
 
-var rssNames = [...]string{RSSAuto: "auto", RSSIndir: "indir", RSSQueues: "queues", RSSOff: "off"}
+var rssNames = [...]string{RSSAuto: "auto", RSSIndir: "indir", RSSQueues: "queues", RSSOff: "off", RSSForward: "forward"}
 
 func (r RSS) String() string {
 	if int(r) < len(rssNames) {
@@ -79,19 +81,7 @@ type ethtoolIfreq struct {
 }
 
 func ethtoolIoctl(iface string, buf []uint32) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var ifr ethtoolIfreq
-	copy(ifr.name[:unix.IFNAMSIZ-1], iface)
-	ifr.data = unsafe.Pointer(&buf[0])
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	if e != 0 {
-		return e
-	}
-	return nil
+	return ethtoolIoctlRaw(iface, unsafe.Pointer(&buf[0]))
 }
 
 // getIndir reads the interface's indirection table; a driver without one
