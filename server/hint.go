@@ -25,7 +25,7 @@ func hint(err error, o Options) string {
 	var qe *native.QueueError
 	switch {
 	case errors.As(err, &qe):
-		return fmt.Sprintf("raise them with `ethtool -L %s combined %d`, or lower --smp to %d", qe.Iface, qe.Need, qe.Have)
+		return fmt.Sprintf("raise them with `ethtool -L %s combined %d`, lower --smp to %d, or forward in software with --rss auto", qe.Iface, qe.Need, qe.Have)
 	case errors.Is(err, native.ErrIndirRefused):
 		return "use --rss queues (each shard owns several queues) or --rss auto"
 	case errors.Is(err, native.ErrRSSLeftover):

@@ -28,7 +28,7 @@ type NativeOptions struct {
 	MaxConns  int                        // TCP connections per shard
 	Memory    int                        // memory budget in bytes, per shard or, with MemoryTotal, for all shards (--memory); 0: native.SizeFor's for MaxConns
 	MemTotal  bool                       // Memory is split evenly among the shards
-	RSS       native.RSS                 // how shards take more rx queues than shards (--rss)
+	RSS       native.RSS                 // how shards take more or fewer rx queues than shards (--rss)
 	CC        netstack.CongestionControl // TCP congestion control (--tcp-cc)
 	BusyPoll  int                        // preferred busy polling's budget per NAPI poll; 0: off (--busy-poll)
 	LabPrefix string                     // lab name prefix (tests)
@@ -47,14 +47,14 @@ type nativeFlags struct {
 
 func (n *NativeOptions) flags(fs *flag.FlagSet) *nativeFlags {
 	f := &nativeFlags{fs: fs, o: n}
-	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (at least --smp queues; more: see --rss)")
+	fs.StringVar(&f.iface, "iface", "", "native: network interface whose rx queues the shards own (one per --smp shard; more or fewer: see --rss)")
 	fs.StringVar(&f.addr, "host-ipv4-addr", "", "native: our IPv4 address on --iface")
 	fs.StringVar(&f.mask, "netmask-ipv4-addr", "255.255.255.0", "native: netmask of --host-ipv4-addr")
 	fs.StringVar(&f.gw, "gw-ipv4-addr", "", "native: IPv4 gateway for off-link clients (default: none)")
 	fs.StringVar(&f.xm, "xdp-mode", "native", "native: XDP attach mode, native (driver) or generic (skb)")
 	fs.BoolVar(&n.Lab, "lab", false, "native: build a veth lab (one queue per shard), serve on it, print how to reach it, remove it on exit")
 	fs.StringVar(&f.impair, "lab-impair", "", "native: with --lab, put the impairment bridge in between, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1")
-	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel)")
+	fs.StringVar(&f.rss, "rss", "auto", "native: with more rx queues than shards, indir (program the NIC's RSS table onto the shards' queues), queues (each shard owns several), auto (indir where the driver can) or off (the other queues go to the kernel); with fewer, forward (the queues' shards hash each flow to its shard in software; auto does it too)")
 	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per queue (power of two; half receive, half transmit) (default: 2 per --max-connections, 4096 to 65536)")
 	fs.IntVar(&n.MaxConns, "max-connections", 16384, "native: TCP connections per queue; the UMEM frames, rings and SYN backlog follow it")
 	fs.IntVar(&n.BusyPoll, "busy-poll", 0, "native: preferred busy polling with this budget of frames per NAPI poll, e.g. 64 (0: off): the shard's system calls run the NIC queue's poll instead of an interrupt per batch; set the interface's napi_defer_hard_irqs and gro_flush_timeout too (see the tuning guide)")
@@ -88,7 +88,7 @@ func (f *nativeFlags) check(o *Options) error {
 		return fmt.Errorf("--xdp-mode %q: use native or generic", f.xm)
 	}
 	if n.RSS, err = native.ParseRSS(f.rss); err != nil {
-		return fmt.Errorf("--rss %q: use auto, indir, queues or off", f.rss)
+		return fmt.Errorf("--rss %q: use auto, indir, queues, off or forward", f.rss)
 	}
 	if n.CC, err = netstack.ParseCongestionControl(f.cc); err != nil {
 		return fmt.Errorf("--tcp-cc %q: use cubic or newreno", f.cc)

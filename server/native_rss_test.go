@@ -12,10 +12,11 @@ import (
 	"percore/shard"
 )
 
-// TestNativeQueueCounts serves on a lab whose interface has 4 and 2 rx
+// TestNativeQueueCounts serves on a lab whose interface has 4, 2 and 1 rx
 // queues with 2 shards (veth has no RSS table: --rss auto takes the queues
-// strategy, each shard owning two queues of the four), and with 4 queues
-// through the impairment bridge. In each case 200 fresh connections from
+// strategy, each shard owning two queues of the four; with one queue it
+// forwards in software, shard 0 handing shard 1 its flows), and with 4 and
+// 1 queues through the impairment bridge. In each case 200 fresh connections from
 // the kernel's spread source ports are all served (a queue no shard owned
 // would pass its flows to the kernel, which refuses them), every shard
 // serves some, keep-alive and pipelined requests complete, and after the
@@ -30,6 +31,8 @@ func TestNativeQueueCounts(t *testing.T) {
 		{"4 queues", 4, "", "4 rx queues, 2 shards: queues strategy (auto: the driver has no RSS table to program), shard 0: 0,2; shard 1: 1,3"},
 		{"2 queues", 2, "", "2 rx queues, 2 shards: one queue each, shard 0: 0; shard 1: 1"},
 		{"4 queues impaired", 4, "loss=1%,reorder=5%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=3", "4 rx queues, 2 shards: queues strategy"},
+		{"1 queue", 1, "", "1 rx queues, 2 shards: forward strategy (fewer queues than shards: queue owners hash each TCP flow to its shard with a fixed Toeplitz key: the driver shows none), shard 0: 0 (forwards); shard 1: none (forwarded, sends through shard 0)"},
+		{"1 queue impaired", 1, "loss=1%,reorder=5%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=3", "1 rx queues, 2 shards: forward strategy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -82,8 +85,20 @@ func TestNativeQueueCounts(t *testing.T) {
 			if n := f.Get("tcp.rcv_bufs_used"); n != 0 {
 				t.Errorf("%d receive buffers still lent", n)
 			}
-			if got, want := f.Get("xsk.free_frames")+f.Get("ip.held_tx"), idle.Get("xsk.free_frames")+idle.Get("ip.held_tx"); got != want || f.Get("xsk.tx_outstanding") != 0 {
+			// A shard without a queue sends from its own pool of buffers.
+			frames := func(r shard.Report) uint64 {
+				return r.Get("xsk.free_frames") + r.Get("native.fwd_tx_pool") + r.Get("ip.held_tx")
+			}
+			if got, want := frames(f), frames(idle); got != want || f.Get("xsk.tx_outstanding") != 0 {
 				t.Errorf("tx frames free+held %d (outstanding %d), %d before: frames leaked", got, f.Get("xsk.tx_outstanding"), want)
+			}
+			if tc.queues == 1 {
+				t.Logf("forwarded %d frames to shard 1, %d of its frames sent; dropped: %d ring full; %d left in rings at stop",
+					f.Get("native.fwd_out"), f.Get("native.fwd_tx_sent"), f.Get("native.fwd_ring_full"), f.Get("native.fwd_rings_left"))
+				if f.Get("native.fwd_out") == 0 || f.Get("native.fwd_tx_sent") != f.Get("native.fwd_tx_out") {
+					t.Errorf("forwarded %d; shard 1 handed over %d frames to send, shard 0 sent %d",
+						f.Get("native.fwd_out"), f.Get("native.fwd_tx_out"), f.Get("native.fwd_tx_sent"))
+				}
 			}
 		})
 	}
@@ -151,7 +166,7 @@ func TestNativeQueueErrors(t *testing.T) {
 		args   []string
 		want   []string
 	}{
-		{"one queue", 1, nil, []string{"has 1, 2 shards need 2", "ethtool -L"}},
+		{"one queue", 1, []string{"--rss", "queues"}, []string{"has 1, 2 shards need 2", "ethtool -L", "--rss auto"}},
 		{"indir on veth", 4, []string{"--rss", "indir"}, []string{"no RSS indirection table", "--rss queues"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -88,7 +88,11 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "percore: "+f+"\n", a...) }
 	}
 	if no.Lab {
-		if err := run.buildLab(no, max(no.LabQueues, len(cpus)), &cfg); err != nil {
+		queues := len(cpus)
+		if no.LabQueues > 0 {
+			queues = no.LabQueues
+		}
+		if err := run.buildLab(no, queues, &cfg); err != nil {
 			return err
 		}
 		s.Lab, s.Impaired = run.lab, run.imp
@@ -100,7 +104,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	rand.Read(seed[:])
 	queues := 0
 	for i := range cpus {
-		queues += len(run.dev.Owned(i))
+		queues += max(len(run.dev.Owned(i)), 1) // a shard without a queue has one forwarded stack
 	}
 	drain := NewDrainGroup(queues) // every queue's Native drains before any closes
 	g, err := shard.Start(shardConfig(o, cpus), func(sh *shard.Shard) error {
@@ -110,14 +114,25 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			sh.AddStopper(ns)
 			sh.AddReporter(ns)
 		}
-		mem := netstack.NewMemBudget(shardMemory(no, len(cpus), len(run.dev.Owned(sh.ID))))
-		for _, id := range run.dev.Owned(sh.ID) {
+		ids := run.dev.Owned(sh.ID)
+		if len(ids) == 0 {
+			ids = []int{-1} // no queue: the stack the queues' owners forward to (native.RSSForward)
+		}
+		mem := netstack.NewMemBudget(shardMemory(no, len(cpus), len(ids)))
+		for _, id := range ids {
 			// Each queue its own stack, so each its own seed.
 			tcfg := netstack.TCPConfig{MaxConns: no.MaxConns, CC: no.CC, Budget: mem, Seed: binary.LittleEndian.Uint64(seed[:]) + uint64(id)}
 			if no.tcp != nil {
 				no.tcp(&tcfg)
 			}
-			q, err := run.dev.NewQueue(id, native.QueueConfig{TCP: tcfg})
+			var q *native.Queue
+			var err error // this shard's: the closure runs on every shard's thread
+			if id < 0 {
+				tcfg.Seed += uint64(sh.ID) << 32
+				q, err = run.dev.NewForwarded(sh.ID, native.QueueConfig{TCP: tcfg})
+			} else {
+				q, err = run.dev.NewQueue(id, native.QueueConfig{TCP: tcfg})
+			}
 			if err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
