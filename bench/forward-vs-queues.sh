@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# forward-vs-queues.sh: the cost of software forwarding. The same httpd with
+# two shards (--smp 2) serves on a one-queue veth pair (shard 0 owns the
+# queue and hands shard 1 its flows over rings: --rss auto forwards) and on
+# a two-queue pair (one queue each), driven by the same wrk, keep-alive and
+# pipelined x16. Rounds interleave the two; the table gives medians of
+# req/s, whole-machine CPU-µs per request and the server's own CPU-µs per
+# request, and the forward/queues ratios; then the forwarding counters of
+# the last one-queue run (frames copied into the rings).
+#
+#   sudo bench/forward-vs-queues.sh
+#   sudo ROUNDS=5 DURATION=5s bench/forward-vs-queues.sh
+#
+# Lab: namespaces named with this script's pid, two veth pairs (198.19.x.0/24
+# each, removed on exit), the client ends' tx offloads off and
+# net.core.txrehash=0 (a flow keeps its queue). The shards run on CPUs 0
+# and 1, wrk where the scheduler puts it.
+set -euo pipefail
+export PATH=$PATH:/usr/local/go/bin
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-1}
+
+[[ $(id -u) == 0 ]] || { echo "forward-vs-queues: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
+for tool in wrk ip ethtool curl go; do
+	command -v "$tool" >/dev/null || { echo "forward-vs-queues: $tool not found; apt-get install wrk iproute2 ethtool curl" >&2; exit 2; }
+done
+
+id=$$
+srv=pcfq${id}-srv cli=pcfq${id}-cli
+dir=$(mktemp -d /tmp/percore-fq.XXXXXX)
+cd "$(dirname "$0")/.."
+pid=
+cleanup() {
+	[[ -z $pid ]] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+	ip netns del "$cli" 2>/dev/null || true
+	ip netns del "$srv" 2>/dev/null || true
+	rm -rf "$dir"
+	return 0
+}
+trap cleanup EXIT
+source bench/lib.sh
+
+go build -o "$dir/httpd" ./cmd/httpd
+
+ip netns add "$srv"
+ip netns add "$cli"
+ip -n "$srv" link set lo up
+ip -n "$cli" link set lo up
+# pair QUEUES: a veth pair with QUEUES queues each way; the server end
+# answers .1 natively, the client end holds .2.
+declare -A ifs nets
+pair() {
+	local q=$1 vs=pcfq${id}s$1 vc=pcfq${id}c$1 net=198.19.$(((id + $1) % 200 + 20))
+	ip link add "$vs" numtxqueues "$q" numrxqueues "$q" netns "$srv" type veth peer name "$vc" numtxqueues "$q" numrxqueues "$q" netns "$cli"
+	ip -n "$srv" link set "$vs" up
+	ip -n "$cli" link set "$vc" up
+	ip -n "$cli" addr add "$net.2/24" dev "$vc"
+	ip netns exec "$cli" ethtool -K "$vc" tx off tso off gso off >/dev/null
+	ifs[$q]=$vs nets[$q]=$net
+}
+pair 1
+pair 2
+ip netns exec "$cli" sysctl -qw net.core.txrehash=0
+in_cli() { ip netns exec "$cli" "$@"; }
+
+# serve QUEUES: httpd --smp 2 on the pair with QUEUES queues; sets pid, url.
+serve() {
+	ip netns exec "$srv" "$dir/httpd" --network-stack native --iface "${ifs[$1]}" --host-ipv4-addr "${nets[$1]}.1" \
+		--smp 2 --cpuset 0,1 --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
+	pid=$!
+	url=http://${nets[$1]}.1:8080/
+	for _ in $(seq 100); do
+		in_cli curl -fs --max-time 1 "$url" >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "forward-vs-queues: $1 queue(s) did not answer at $url" >&2
+	cat "$dir/q$1.log" >&2
+	exit 1
+}
+
+stop() {
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=
+}
+
+declare -A rps cpu own
+one() {
+	local key="$1 $2" hz b0 b1 p0 p1 out reqs rate us sus
+	local args=(-t"$THREADS" -c"$CONNS")
+	[[ $2 == x1 ]] || args+=(-s bench/wrk-pipeline.lua)
+	serve "$1"
+	hz=$(getconf CLK_TCK)
+	in_cli wrk "${args[@]}" -d1s "$url" -- "${2#x}" >/dev/null
+	b0=$(busy)
+	p0=$(proccpu "$pid")
+	out=$(in_cli wrk "${args[@]}" -d"$DURATION" "$url" -- "${2#x}")
+	b1=$(busy)
+	p1=$(proccpu "$pid")
+	[[ $1 != 1 ]] || ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$2" 2>/dev/null || true
+	stop
+	reqs=$(awk '/requests in/{print $1}' <<<"$out")
+	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+	us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}')
+	sus=$(awk -v b="$((p1 - p0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}')
+	awk '/Non-2xx|Socket errors/' <<<"$out" | sed "s/^/forward-vs-queues: $key: /" >&2
+	rps[$key]+="$rate "
+	cpu[$key]+="$us "
+	own[$key]+="$sus "
+	echo "round $r: $1 queue(s) $2: $rate req/s, $us CPU-µs/req (server $sus)" >&2
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for r in $(seq "$ROUNDS"); do
+	for load in x1 x16; do
+		one 2 "$load"
+		one 1 "$load"
+	done
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+echo
+echo "load average before the run: $load0; $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + work tree')"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, GET / (5 bytes), httpd --smp 2 on CPUs 0-1, $ROUNDS interleaved rounds, medians"
+echo
+echo "| load | 2 queues req/s | 1 queue (forward) req/s | ratio | 2 queues CPU-µs/req | forward CPU-µs/req | ratio | 2 queues server CPU-µs/req | forward server CPU-µs/req | ratio |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for load in x1 x16; do
+	label="c$CONNS"
+	[[ $load == x1 ]] || label+=" pipelined $load"
+	rq=$(median <<<"${rps[2 $load]}") rf=$(median <<<"${rps[1 $load]}")
+	cq=$(median <<<"${cpu[2 $load]}") cf=$(median <<<"${cpu[1 $load]}")
+	oq=$(median <<<"${own[2 $load]}") of=$(median <<<"${own[1 $load]}")
+	printf '| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$rq" "$rf" "$(ratio "$rf" "$rq")" \
+		"$cq" "$cf" "$(ratio "$cf" "$cq")" "$oq" "$of" "$(ratio "$of" "$oq")"
+done
+for load in x1 x16; do
+	[[ -s $dir/metrics-$load ]] || continue
+	echo
+	echo "forwarding counters, last one-queue $load run (cumulative since start, warm-up included):"
+	grep -E '^percore_native_fwd_|^percore_http_requests' "$dir/metrics-$load" | grep -v '^#' || true
+done
