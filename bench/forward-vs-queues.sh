@@ -2,11 +2,15 @@
 # forward-vs-queues.sh: the cost of software forwarding. The same httpd with
 # two shards (--smp 2) serves on a one-queue veth pair (shard 0 owns the
 # queue and hands shard 1 its flows over rings: --rss auto forwards) and on
-# a two-queue pair (one queue each), driven by the same wrk, keep-alive and
-# pipelined x16. Rounds interleave the two; the table gives medians of
+# a two-queue pair (one queue each), and, as what one queue does without
+# forwarding, with one shard on the one-queue pair; the same wrk, keep-alive
+# and pipelined x16. Rounds interleave the three; the table gives medians of
 # req/s, whole-machine CPU-µs per request and the server's own CPU-µs per
-# request, and the forward/queues ratios; then the forwarding counters of
-# the last one-queue run (frames copied into the rings).
+# request, with the ratios to two queues; then the forwarding counters of
+# the last forwarding run (frames copied into the rings). CPU 0 and CPU 1
+# are each CPU's busy time per request (shard 0 owns the one queue and
+# sends every shard's frames: in copy mode the kernel's transmit, one skb a
+# frame, runs in its sendto, on CPU 0).
 #
 #   sudo bench/forward-vs-queues.sh
 #   sudo ROUNDS=5 DURATION=5s bench/forward-vs-queues.sh
@@ -66,10 +70,13 @@ pair 2
 ip netns exec "$cli" sysctl -qw net.core.txrehash=0
 in_cli() { ip netns exec "$cli" "$@"; }
 
-# serve QUEUES: httpd --smp 2 on the pair with QUEUES queues; sets pid, url.
+# serve QUEUES SHARDS: httpd --smp SHARDS on the pair with QUEUES queues;
+# sets pid, url.
 serve() {
+	local cpus=0,1
+	[[ $2 == 2 ]] || cpus=1
 	ip netns exec "$srv" "$dir/httpd" --network-stack native --iface "${ifs[$1]}" --host-ipv4-addr "${nets[$1]}.1" \
-		--smp 2 --cpuset 0,1 --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
+		--smp "$2" --cpuset "$cpus" --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
 	pid=$!
 	url=http://${nets[$1]}.1:8080/
 	for _ in $(seq 100); do
@@ -87,20 +94,24 @@ stop() {
 	pid=
 }
 
-declare -A rps cpu own
+# cpubusy N: busy jiffies of CPU N so far (as busy, for one CPU).
+cpubusy() { awk -v c="cpu$1" '$1 == c {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
+
+# one QUEUES SHARDS LOAD: one wrk measurement.
+declare -A rps cpu own cpu0 cpu1
 one() {
-	local key="$1 $2" hz b0 b1 p0 p1 out reqs rate us sus
+	local key="$1 $2 $3" hz b0 b1 p0 p1 c00 c01 c10 c11 out reqs rate us sus load=$3
 	local args=(-t"$THREADS" -c"$CONNS")
-	[[ $2 == x1 ]] || args+=(-s bench/wrk-pipeline.lua)
-	serve "$1"
+	[[ $load == x1 ]] || args+=(-s bench/wrk-pipeline.lua)
+	serve "$1" "$2"
 	hz=$(getconf CLK_TCK)
-	in_cli wrk "${args[@]}" -d1s "$url" -- "${2#x}" >/dev/null
-	b0=$(busy)
+	in_cli wrk "${args[@]}" -d1s "$url" -- "${load#x}" >/dev/null
+	b0=$(busy) c00=$(cpubusy 0) c10=$(cpubusy 1)
 	p0=$(proccpu "$pid")
-	out=$(in_cli wrk "${args[@]}" -d"$DURATION" "$url" -- "${2#x}")
-	b1=$(busy)
+	out=$(in_cli wrk "${args[@]}" -d"$DURATION" "$url" -- "${load#x}")
+	b1=$(busy) c01=$(cpubusy 0) c11=$(cpubusy 1)
 	p1=$(proccpu "$pid")
-	[[ $1 != 1 ]] || ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$2" 2>/dev/null || true
+	[[ $1$2 != 12 ]] || ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$load" 2>/dev/null || true
 	stop
 	reqs=$(awk '/requests in/{print $1}' <<<"$out")
 	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -110,36 +121,42 @@ one() {
 	rps[$key]+="$rate "
 	cpu[$key]+="$us "
 	own[$key]+="$sus "
-	echo "round $r: $1 queue(s) $2: $rate req/s, $us CPU-µs/req (server $sus)" >&2
+	cpu0[$key]+="$(awk -v b="$((c01 - c00))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}') "
+	cpu1[$key]+="$(awk -v b="$((c11 - c10))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}') "
+	echo "round $r: $1 queue(s), $2 shard(s), $load: $rate req/s, $us CPU-µs/req (server $sus)" >&2
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
 	for load in x1 x16; do
-		one 2 "$load"
-		one 1 "$load"
+		one 2 2 "$load"
+		one 1 2 "$load"
+		one 1 1 "$load"
 	done
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 echo
 echo "load average before the run: $load0; $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + work tree')"
-echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, GET / (5 bytes), httpd --smp 2 on CPUs 0-1, $ROUNDS interleaved rounds, medians"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, GET / (5 bytes), $ROUNDS interleaved rounds, medians; ratios to 2 queues"
 echo
-echo "| load | 2 queues req/s | 1 queue (forward) req/s | ratio | 2 queues CPU-µs/req | forward CPU-µs/req | ratio | 2 queues server CPU-µs/req | forward server CPU-µs/req | ratio |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| load | setup | req/s | ratio | CPU-µs/req | ratio | server CPU-µs/req | ratio | CPU 0 µs/req | CPU 1 µs/req |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for load in x1 x16; do
 	label="c$CONNS"
 	[[ $load == x1 ]] || label+=" pipelined $load"
-	rq=$(median <<<"${rps[2 $load]}") rf=$(median <<<"${rps[1 $load]}")
-	cq=$(median <<<"${cpu[2 $load]}") cf=$(median <<<"${cpu[1 $load]}")
-	oq=$(median <<<"${own[2 $load]}") of=$(median <<<"${own[1 $load]}")
-	printf '| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$rq" "$rf" "$(ratio "$rf" "$rq")" \
-		"$cq" "$cf" "$(ratio "$cf" "$cq")" "$oq" "$of" "$(ratio "$of" "$oq")"
+	rq=$(median <<<"${rps[2 2 $load]}") cq=$(median <<<"${cpu[2 2 $load]}") oq=$(median <<<"${own[2 2 $load]}")
+	for setup in "2 2" "1 2" "1 1"; do
+		r1=$(median <<<"${rps[$setup $load]}") c1=$(median <<<"${cpu[$setup $load]}") o1=$(median <<<"${own[$setup $load]}")
+		name=$(sed 's/^2 2$/2 queues, --smp 2/; s/^1 2$/1 queue, --smp 2 (forward)/; s/^1 1$/1 queue, --smp 1/' <<<"$setup")
+		printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$name" "$r1" "$(ratio "$r1" "$rq")" \
+			"$c1" "$(ratio "$c1" "$cq")" "$o1" "$(ratio "$o1" "$oq")" \
+			"$(median <<<"${cpu0[$setup $load]}")" "$(median <<<"${cpu1[$setup $load]}")"
+	done
 done
 for load in x1 x16; do
 	[[ -s $dir/metrics-$load ]] || continue
 	echo
-	echo "forwarding counters, last one-queue $load run (cumulative since start, warm-up included):"
+	echo "forwarding counters, last forwarding $load run (cumulative since start, warm-up included):"
 	grep -E '^percore_native_fwd_|^percore_http_requests' "$dir/metrics-$load" | grep -v '^#' || true
 done

@@ -403,3 +403,11 @@ func BenchmarkForwardFrame(b *testing.B) {
 		})
 	}
 }
+
+// veth has no RSS: the key is the fixed one, and the start-up line says why.
+func TestReadRSSKeyVeth(t *testing.T) {
+	pair := newPair(t, "nk")
+	if key, why := readRSSKey(pair.ServerIf); key != nil || why != "the driver shows none" {
+		t.Errorf("veth: key %x, %q; want none and why", key, why)
+	}
+}
