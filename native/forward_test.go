@@ -3,7 +3,9 @@ package native
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 
@@ -409,5 +411,62 @@ func TestReadRSSKeyVeth(t *testing.T) {
 	pair := newPair(t, "nk")
 	if key, why := readRSSKey(pair.ServerIf); key != nil || why != "the driver shows none" {
 		t.Errorf("veth: key %x, %q; want none and why", key, why)
+	}
+}
+
+// With 2 queues and 4 shards, each owner hands every other shard its
+// flows (the other owner too), and shards 2 and 3 send through owners 0
+// and 1.
+func TestForwardTwoQueuesFourShards(t *testing.T) {
+	f, err := newForwarding(4, 2, 1500, fixedKey[:], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.close)
+	nics := []*netstack.ChanLink{netstack.NewChanLink(1500, 256), netstack.NewChanLink(1500, 256)}
+	st := make([]QueueStats, 4)
+	links := make([]*fwdLink, 4)
+	for i := range links {
+		var xsk netstack.Link
+		if i < 2 {
+			xsk = nics[i]
+		}
+		links[i] = f.newFwdLink(i, xsk, 1500, 64, 64, &st[i])
+	}
+	fs := make([]netstack.Frame, 64)
+	for q, nic := range nics {
+		for s := range 4 {
+			nic.Inject(tcpFrame(netip.AddrPortFrom(client, portFor(t, f, s)), server, fmt.Sprintf("q%d s%d", q, s)))
+		}
+	}
+	got := make([][]string, 4)
+	for range 2 { // owners first, then every shard again: all frames are in by then
+		for s, l := range links {
+			n := l.RxBatch(fs)
+			for _, fr := range fs[:n] {
+				got[s] = append(got[s], string(fr.Buf[54:]))
+			}
+			l.RxDone(fs[:n])
+		}
+	}
+	for s := range links {
+		slices.Sort(got[s])
+		if want := []string{fmt.Sprintf("q0 s%d", s), fmt.Sprintf("q1 s%d", s)}; !slices.Equal(got[s], want) {
+			t.Errorf("shard %d received %q, want %q", s, got[s], want)
+		}
+	}
+	for _, l := range links[2:] {
+		if l.TxAlloc(fs[:1]) != 1 {
+			t.Fatal("no tx buffer")
+		}
+		fs[0].Buf = fs[0].Buf[:copy(fs[0].Buf, fmt.Sprintf("from %d", l.self))]
+		l.TxSubmit(fs[:1])
+		l.Flush()
+	}
+	for q, nic := range nics {
+		links[q].Flush()
+		if b, ok := nic.Take(); !ok || string(b) != fmt.Sprintf("from %d", q+2) {
+			t.Errorf("queue %d sent %q, want shard %d's frame", q, b, q+2)
+		}
 	}
 }
