@@ -42,7 +42,7 @@ func TestNativeStartErrors(t *testing.T) {
 			}
 		}
 	}
-	code, stderr := run("--iface", l.ServerIf, "--smp", "2")
+	code, stderr := run("--iface", l.ServerIf, "--smp", "2", "--rss", "queues") // auto would forward
 	check("queues", code, stderr, "ethtool -L "+l.ServerIf+" combined 2", "has 1")
 
 	code, stderr = run("--iface", "pe-nosuch0", "--smp", "1")
