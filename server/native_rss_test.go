@@ -151,8 +151,9 @@ func (nt *nativeTest) pipelined(n int) {
 	c.Close()
 }
 
-// TestNativeQueueErrors: one queue for two shards, and --rss indir on veth
-// (no indirection table), each end in one line and exit status 2.
+// TestNativeQueueErrors: one queue for two shards with --rss queues (auto
+// would forward), and --rss indir on veth (no indirection table), each end
+// in one line and exit status 2.
 func TestNativeQueueErrors(t *testing.T) {
 	requireNative(t)
 	cpus, err := shard.AllowedCPUs()
