@@ -51,7 +51,7 @@ type forwarding struct {
 	shards, queues int
 	hash           *flowHash
 	keyNote        string // where the key came from, for the start-up line
-	reta           [retaSize]uint8
+	reta           [retaSize]uint16
 	rx             [][]*frameRing // rx[o][p]: frames queue owner o hands shard p (nil where o == p)
 	tx             []*frameRing   // tx[p]: frames queueless shard p hands its home owner to send (nil for owners)
 	wake           []*waker       // wake[p]: shard p's, for the rings it reads
@@ -59,8 +59,9 @@ type forwarding struct {
 	ringSize       int
 }
 
-// forwardRing is the frames a ring holds: enough for every connection of a
-// shard to have a segment in it between two polls of a busy consumer.
+// forwardRing is the frames a ring holds: many polls' worth (a stack takes
+// at most 4 batches of 64 a poll), so that a ring fills, and drops what
+// comes next (FwdRingFull), only when its consumer stalls.
 const forwardRing = 4096
 
 func newForwarding(shards, queues, mtu int, key []byte, keyNote string) (_ *forwarding, err error) {
@@ -71,7 +72,7 @@ func newForwarding(shards, queues, mtu int, key []byte, keyNote string) (_ *forw
 		}
 	}()
 	for i := range f.reta {
-		f.reta[i] = uint8(i % shards)
+		f.reta[i] = uint16(i % shards)
 	}
 	f.rx = make([][]*frameRing, queues)
 	for o := range queues {
