@@ -224,7 +224,8 @@ func (d *Device) Owned(i int) []int { return d.own[i] }
 func (d *Device) RSS() RSS { return d.rss }
 
 // Layout is the start-up line: the queue and shard counts, the strategy,
-// which queues each shard owns and who answers the address's closed ports.
+// which queues each shard owns (forwarding: which shards forward, and
+// which send through whom) and who answers the address's closed ports.
 func (d *Device) Layout() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "native: %s: %d rx queues, %d shards: ", d.cfg.Iface, d.rxq, len(d.own))
