@@ -21,7 +21,7 @@ import (
 // an ICMP error arrives, and its doorbell is a counter the consumer reads
 // once per poll and that changes only then.
 type fragRouter struct {
-	boxes []fragBox // by rx queue id; boxes of queues no shard owns stay empty
+	boxes []fragBox // by rx queue id (forwarding: by shard, each shard one stack); boxes of queues no shard owns stay empty
 }
 
 // fragBox is one queue's mailbox.
