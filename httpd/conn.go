@@ -52,6 +52,8 @@ type Conn struct {
 	// wait, in order).
 	wait  *FileJob
 	ready *cacheEntry
+	done  Job  // the handler's job, run (Offloaded)
+	again bool // Offload ran its job inline: call the handler again
 	st    *stream
 	gen   uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
 	waker Waker
@@ -395,5 +397,5 @@ func (c *Conn) endRequest() {
 	c.state = stHead
 	c.inReq = false
 	c.req = Request{}
-	c.ready = nil // a handler that did not ask for it again
+	c.ready, c.done = nil, nil // a handler that did not ask for them again
 }

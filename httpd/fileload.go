@@ -19,12 +19,14 @@ type FileIO interface {
 }
 
 // FileJob is one piece of file-system work: resolving a path (open, stat, a
-// small file read whole) or reading one chunk of a streamed file. Run touches
+// small file read whole) or reading one chunk of a streamed file; or a
+// handler's Job (Offload), which the FileIO runs the same way. Run touches
 // nothing of the shard, so any goroutine may run it; everything else about
 // the job belongs to the shard that made it.
 type FileJob struct {
 	srv   *Server
 	epoch uint64 // the site's reload epoch when the job was made
+	work  Job    // a handler's job (Offload); its one waiter is the connection
 
 	// resolving a path
 	key     string // the clean request path
@@ -54,7 +56,9 @@ var errChanged = errors.New("file changed while being sent")
 
 // Run does the job's file-system work; it may block.
 func (j *FileJob) Run() {
-	if j.file != nil {
+	if j.work != nil {
+		j.work.Run()
+	} else if j.file != nil {
 		j.readChunk()
 	} else {
 		j.resolve()

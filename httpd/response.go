@@ -269,17 +269,21 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 // serveHandler runs a dynamic handler and copies its response into the arena.
 func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	w := &c.rw
-	w.status = 200
-	w.hdr = w.hdr[:0]
-	w.body = w.body[:0]
-	if !c.callHandler(hf) {
-		c.srv.stats.Panics++
-		c.h.keepAlive = false // the handler's state is suspect: end the connection
-		c.respondText(500, false, nil, nil)
-		return
+	for again := true; again; {
+		w.status = 200
+		w.hdr = w.hdr[:0]
+		w.body = w.body[:0]
+		if !c.callHandler(hf) {
+			c.again = false
+			c.srv.stats.Panics++
+			c.h.keepAlive = false // the handler's state is suspect: end the connection
+			c.respondText(500, false, nil, nil)
+			return
+		}
+		again, c.again = c.again, false // Offload ran inline
 	}
 	if c.wait != nil {
-		return // the handler waits for a file (File): it runs again once it is read
+		return // the handler waits for a file (File) or a job (Offload): it runs again then
 	}
 	status := w.status
 	noBody := status == 204 || status == 304

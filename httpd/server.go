@@ -42,6 +42,7 @@ type Stats struct {
 	CacheMisses    uint64 `stat:"count"` // docroot paths not in it (resolved by a file job, or joined one in flight)
 	CacheEvictions uint64 `stat:"count"` // entries evicted to stay within the cache size
 	FileJobs       uint64 `stat:"count"` // file jobs run: paths resolved and stream chunks read
+	Offloads       uint64 `stat:"count"` // handler jobs run off the shard (ResponseWriter.Offload)
 	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
 }
 
@@ -60,6 +61,7 @@ func (s *Stats) Add(o Stats) {
 	s.CacheMisses += o.CacheMisses
 	s.CacheEvictions += o.CacheEvictions
 	s.FileJobs += o.FileJobs
+	s.Offloads += o.Offloads
 	s.StreamAborts += o.StreamAborts
 }
 
@@ -117,7 +119,8 @@ func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
 
 // Complete takes back a job its FileIO has run, on the shard: the resolved
 // path goes into the cache and the connections waiting for it are served; a
-// chunk goes out on its connection. Each connection with new output is
+// chunk goes out on its connection; a handler's job runs the handler
+// again. Each connection with new output is
 // woken (Conn.SetWaker). A job whose connection has gone meanwhile is
 // dropped.
 func (s *Server) Complete(j *FileJob, now time.Time) {
@@ -131,6 +134,15 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 		c.afterIO()
 		return
 	}
+	if j.work != nil {
+		w := j.waiters[0]
+		j.waiters[0] = waiter{}
+		if w.c.gen == w.gen && w.c.wait == j {
+			w.c.now = now
+			w.c.resume(nil, j.work)
+		}
+		return
+	}
 	if s.loading[j.key] == j {
 		delete(s.loading, j.key)
 	}
@@ -141,7 +153,7 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 		j.waiters[i] = waiter{}
 		if w.c.gen == w.gen && w.c.wait == j {
 			w.c.now = now
-			w.c.resume(j.entry)
+			w.c.resume(j.entry, nil)
 		}
 	}
 }
