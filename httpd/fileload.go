@@ -16,6 +16,10 @@ import (
 // tools but blocks the caller.
 type FileIO interface {
 	Submit(j *FileJob)
+	// Full reports that as many jobs wait as the FileIO will hold: a request
+	// that needs a new job is answered 503 rather than queued (the next
+	// chunk of a response already streaming is submitted all the same).
+	Full() bool
 }
 
 // FileJob is one piece of file-system work: resolving a path (open, stat, a

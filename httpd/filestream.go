@@ -160,7 +160,7 @@ func (w *ResponseWriter) File(path []byte) (body []byte, found, wait bool) {
 // it, and c makes a new one when it next streams.
 func (c *Conn) cancelIO() {
 	c.gen++
-	c.wait, c.ready, c.done, c.again = nil, nil, nil, false
+	c.wait, c.ready, c.done, c.again, c.shedIO = nil, nil, nil, false, false
 	if st := c.st; st != nil {
 		if st.busy {
 			c.st = nil

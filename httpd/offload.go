@@ -12,11 +12,17 @@ type Job interface {
 // handler must return at once (what it wrote is discarded); it is called
 // again for the same request, with the same Request, once j has run, and
 // Offloaded then returns j. Requests pipelined behind it wait, in order,
-// while the shard serves other connections. Without a FileIO (tests, tools)
+// while the shard serves other connections. While the FileIO is full the
+// request is answered 503 instead and j never runs. Without a FileIO (tests, tools)
 // j runs inline and the handler is called again at once.
 func (w *ResponseWriter) Offload(j Job) {
 	c := w.c
 	s := c.srv
+	if s.io != nil && s.io.Full() {
+		s.stats.FileShed++
+		c.shedIO = true // answered 503
+		return
+	}
 	s.stats.Offloads++
 	if s.io == nil {
 		j.Run()

@@ -66,3 +66,42 @@ func TestOffloadStaleDropped(t *testing.T) {
 		t.Fatalf("a stale job answered: %d bytes out", f.c.Pending())
 	}
 }
+
+// TestFullFileIOSheds: with the FileIO full, a request that needs a new
+// job is answered 503 at once and the connection goes on; one that joins
+// a job in flight waits for it.
+func TestFullFileIOSheds(t *testing.T) {
+	f := newFixture(t, Config{Docroot: makeDocroot(t)}, offloadSetup)
+	q := &queueIO{limit: 1}
+	f.srv.SetFileIO(q)
+	c2 := f.srv.NewConn(testRemote, f.now)
+	c3 := f.srv.NewConn(testRemote, f.now)
+	f.c.Feed([]byte("GET /style.css HTTP/1.1\r\nHost: x\r\n\r\n"), f.now) // the one job the FileIO takes
+	c2.Feed([]byte("GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /upper?abc HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /style.css HTTP/1.1\r\nHost: x\r\n\r\n"), f.now)
+	c3.Feed([]byte("GET /style.css HTTP/1.1\r\nHost: x\r\n\r\n"), f.now) // joins the job
+	var out []byte
+	for _, s := range c2.Output() {
+		out = append(out, s...)
+	}
+	rs := readResponses(t, string(out))
+	if len(rs) != 2 || rs[0].status != 503 || rs[1].status != 503 || rs[0].close || !c2.Waiting() {
+		t.Fatalf("shed responses %+v, waiting %v", rs, c2.Waiting())
+	}
+	if n := q.run(f.srv, f.now, false); n != 1 {
+		t.Fatalf("%d jobs run, want 1", n)
+	}
+	c2.Advance(len(out)) // the 503s, read above
+	for i, c := range []*Conn{f.c, c2, c3} {
+		var b []byte
+		for _, s := range c.Output() {
+			b = append(b, s...)
+		}
+		if rs := readResponses(t, string(b)); len(rs) != 1 || rs[0].status != 200 || rs[0].body != "body{}\n" {
+			t.Errorf("conn %d after the job: %+v", i, rs)
+		}
+	}
+	if st := f.srv.Stats(); st.FileShed != 2 || st.Offloads != 0 {
+		t.Errorf("FileShed %d (want 2), Offloads %d (want 0)", st.FileShed, st.Offloads)
+	}
+}

@@ -172,7 +172,8 @@ func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
 				return
 			}
 			if e = c.srv.load(c, path, false); e == nil {
-				return // waiting
+				c.answerShed(isHead)
+				return // waiting, or shed
 			}
 		}
 	}
@@ -282,6 +283,9 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 		}
 		again, c.again = c.again, false // Offload ran inline
 	}
+	if c.answerShed(isHead) {
+		return
+	}
 	if c.wait != nil {
 		return // the handler waits for a file (File) or a job (Offload): it runs again then
 	}
@@ -306,6 +310,18 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	}
 	c.endArena(b, start)
 	c.finish(status, sent)
+}
+
+// answerShed answers 503 when the request needed a file job that the full
+// FileIO did not take (what a handler wrote is discarded); the connection
+// stays open.
+func (c *Conn) answerShed(isHead bool) bool {
+	if !c.shedIO {
+		return false
+	}
+	c.shedIO = false
+	c.respondText(503, isHead, nil, nil)
+	return true
 }
 
 // callHandler runs h, turning a panic into a 500 rather than a dead shard.

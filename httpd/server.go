@@ -43,6 +43,7 @@ type Stats struct {
 	CacheEvictions uint64 `stat:"count"` // entries evicted to stay within the cache size
 	FileJobs       uint64 `stat:"count"` // file jobs run: paths resolved and stream chunks read
 	Offloads       uint64 `stat:"count"` // handler jobs run off the shard (ResponseWriter.Offload)
+	FileShed       uint64 `stat:"drop"`  // requests answered 503: a file or handler job was due with the FileIO full
 	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
 }
 
@@ -62,6 +63,7 @@ func (s *Stats) Add(o Stats) {
 	s.CacheEvictions += o.CacheEvictions
 	s.FileJobs += o.FileJobs
 	s.Offloads += o.Offloads
+	s.FileShed += o.FileShed
 	s.StreamAborts += o.StreamAborts
 }
 
@@ -94,11 +96,17 @@ func (s *Server) SetFileIO(io FileIO) { s.io = io }
 // entry), else by a file job that c waits for (it returns nil). Connections
 // asking for the same path meanwhile join the job. whole reads a file too
 // large for the cache whole all the same (for a handler, File), up to
-// maxWholeFile; such jobs are not joined.
+// maxWholeFile; such jobs are not joined. While the FileIO is Full it
+// returns nil with c.shedIO set: c is answered 503.
 func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
 	if j := s.loading[string(path)]; j != nil && !whole {
 		j.waiters = append(j.waiters, waiter{c, c.gen})
 		c.wait = j
+		return nil
+	}
+	if s.io != nil && s.io.Full() {
+		s.stats.FileShed++
+		c.shedIO = true
 		return nil
 	}
 	j := &FileJob{srv: s, epoch: s.epoch, key: string(path), whole: whole}
