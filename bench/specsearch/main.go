@@ -3,19 +3,20 @@ package specsearch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"percore/lab"
 )
 
 // Config is the search's settings, one per flag.
@@ -47,8 +48,8 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	fs.IntVar(&c.FileSet, "file-set", 0, "connections the file set is generated for (default: --hi, as SPECweb99 sizes it; less is not a conforming setting)")
 	fs.StringVar(&c.ServerCPUs, "server-cpus", "1", "CPUs of the server's shards (one shard each)")
 	fs.StringVar(&c.ClientCPUs, "client-cpus", "0", "CPUs of wreck's shards")
-	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix over loopback (native needs the lab: not yet)")
-	fs.IntVar(&c.Port, "port", 18080, "the server's port on 127.0.0.1")
+	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (over loopback) or native (AF_XDP on a lab veth pair, the client in its namespace)")
+	fs.IntVar(&c.Port, "port", 18080, "the server's port")
 	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
 	fs.StringVar(&c.Root, "root", ".", "the percore module to build from")
 	if err := fs.Parse(args); err != nil {
@@ -61,8 +62,8 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	if c.Resolution == 0 {
 		c.Resolution = max(1, c.Lo/50)
 	}
-	if c.Stack != "posix" {
-		fmt.Fprintln(log, "bench specweb: only --network-stack posix (loopback) so far")
+	if c.Stack != "posix" && c.Stack != "native" {
+		fmt.Fprintln(log, "bench specweb: --network-stack is posix or native")
 		return 2
 	}
 	if err := run(ctx, &c, out, log); err != nil {
@@ -89,36 +90,36 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	if err := gen.Run(); err != nil {
 		return fmt.Errorf("specweb gen: %w", err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
-	argv := append([]string{filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir, "--address", "127.0.0.1",
-		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-"}, c.ServerArgs...)
-	srv := exec.Command(argv[0], argv[1:]...)
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	srvLog := &strings.Builder{}
-	srv.Stdout, srv.Stderr = srvLog, srvLog
-	if err := srv.Start(); err != nil {
-		return fmt.Errorf("start specweb serve: %w", err)
+	// Where the server and the client run: loopback, or a lab whose
+	// server end the native stack owns and whose client end is a namespace.
+	host, serverPre, clientPre := "127.0.0.1", []string(nil), []string(nil)
+	serverFlags := []string{"--address", host}
+	if c.Stack == "native" {
+		l, err := lab.New(lab.Config{Prefix: "sws", Queues: cpuCount(c.ServerCPUs)})
+		if err != nil {
+			return fmt.Errorf("build the lab: %w", err)
+		}
+		defer l.Close()
+		host = l.ServerIP.String()
+		serverFlags = []string{"--network-stack", "native", "--iface", l.ServerIf, "--host-ipv4-addr", host}
+		serverPre = []string{"ip", "netns", "exec", l.ServerNS.Name}
+		clientPre = []string{"ip", "netns", "exec", l.ClientNS.Name}
+		fmt.Fprintf(log, "bench specweb: %s\n", l)
 	}
-	defer func() {
-		syscall.Kill(-srv.Process.Pid, syscall.SIGTERM) // its own group: nothing else
-		srv.Wait()
-	}()
-	if err := waitReady(ctx, addr); err != nil {
-		return fmt.Errorf("specweb serve: %w: %s", err, srvLog.String())
-	}
-	fmt.Fprintf(log, "bench specweb: %s\n", strings.Join(argv[1:], " "))
-	users := min(c.FileSet, 90000) // specweb gen's default: one per connection
+	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
+		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
+	argv = append(argv, c.ServerArgs...)
+	fmt.Fprintf(log, "bench specweb: %s\n", strings.Join(argv, " "))
 	step := func(conns int) (Step, error) {
-		if err := ctx.Err(); err != nil {
+		// A fresh server for each run: an empty post log and cache, as
+		// SPECweb99's reset between runs; the warm-up fills the cache.
+		stop, err := startServer(ctx, argv)
+		if err != nil {
 			return Step{}, err
 		}
-		// A clean post log for each run, as SPECweb99's reset does.
-		resp, err := http.Get("http://" + addr + "/specweb99-fcgi.pl?command/Reset&maxload=" + strconv.Itoa(users))
-		if err != nil {
-			return Step{}, fmt.Errorf("reset: %w", err)
-		}
-		resp.Body.Close()
-		s, err := runWreck(ctx, bin, c, addr, conns)
+		s, err := runWreck(ctx, clientPre, bin, c, addr, conns)
+		stop()
 		if err != nil {
 			return s, err
 		}
@@ -138,28 +139,73 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	return nil
 }
 
-// waitReady waits until addr takes connections, for 10 seconds at most.
-func waitReady(ctx context.Context, addr string) error {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return nil
+// startServer starts argv in its own process group and waits for its
+// "serving" line; stop ends that group (and nothing else) and waits.
+func startServer(ctx context.Context, argv []string) (stop func(), err error) {
+	srv := exec.Command(argv[0], argv[1:]...)
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &lockedBuffer{}
+	srv.Stdout, srv.Stderr = logs, logs
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start specweb serve: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { srv.Wait(); close(exited) }()
+	stop = func() {
+		syscall.Kill(-srv.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if strings.Contains(logs.String(), " directories from ") {
+			return stop, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+			stop()
+			return nil, ctx.Err()
+		case <-exited:
+			return nil, fmt.Errorf("specweb serve exited: %s", tail(logs.String()))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("specweb serve: not serving after 20s: %s", tail(logs.String()))
 		}
 	}
-	return errors.New("not listening after 10s")
+}
+
+// lockedBuffer collects a process's output for the goroutine that reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 1<<20 {
+		return len(p), nil // keep the start of a chatty server
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // runWreck runs one step and reads its verdict.
-func runWreck(ctx context.Context, bin string, c *Config, addr string, conns int) (Step, error) {
-	argv := []string{"--server", addr, "--workload", "specweb99", "--conn", strconv.Itoa(conns),
+func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int) (Step, error) {
+	argv := append(append(pre[:len(pre):len(pre)], filepath.Join(bin, "wreck")), "--server", addr, "--workload", "specweb99", "--conn", strconv.Itoa(conns),
 		"--file-set", strconv.Itoa(c.FileSet), "--warmup", c.Warmup.String(), "--duration", c.Duration.String(),
-		"--cpuset", c.ClientCPUs, "--smp", strconv.Itoa(cpuCount(c.ClientCPUs)), "--json"}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "wreck"), argv...)
+		"--cpuset", c.ClientCPUs, "--smp", strconv.Itoa(cpuCount(c.ClientCPUs)), "--json")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()

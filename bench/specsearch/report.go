@@ -46,8 +46,12 @@ func report(w io.Writer, c *Config, best Step, tried []Step) {
 	fmt.Fprintf(w, "SPECweb99-style result = %d conforming connections%s, %.0f ops/s (%s; not an official run)\n\n",
 		best.Conns, bound, best.OpsPerSec, setting)
 	fmt.Fprintf(w, "| server | machine | network | cores | conforming connections | per core |\n|---|---|---|---:|---:|---:|\n")
-	fmt.Fprintf(w, "| percore %s (this run) | this machine, client on CPUs %s | loopback | %d | %d | %d |\n",
-		c.Stack, c.ClientCPUs, cores, best.Conns, best.Conns/cores)
+	link := "loopback"
+	if c.Stack == "native" {
+		link = "veth, AF_XDP copy mode"
+	}
+	fmt.Fprintf(w, "| percore %s (this run) | this machine, client on CPUs %s | %s | %d | %d | %d |\n",
+		c.Stack, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
 	for _, p := range published {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d |\n", p.server, p.machine, p.network, p.cores, p.conns, p.conns/p.cores)
 	}
