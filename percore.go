@@ -48,6 +48,11 @@
 // a database or reads files every second and stores an immutable snapshot in
 // an atomic.Pointer, which handlers Load. examples/json shows it. A handler
 // that needs no such state, like the one above, allocates nothing per request.
+// Blocking work for one request (a child process, a slow system call) goes
+// to ResponseWriter.Offload: the Job runs on the goroutines that read the
+// docroot's files, and the handler runs again once it is done. Those
+// goroutines exist when Options.Docroot is set; without a docroot the Job
+// runs inline and blocks the shard.
 package percore
 
 import (
@@ -71,6 +76,9 @@ type (
 	// ResponseWriter builds the response: WriteHeader sets the status (200
 	// by default), Header adds a field, Write and WriteString the body.
 	ResponseWriter = httpd.ResponseWriter
+	// Job is blocking work a handler hands off the shard with
+	// ResponseWriter.Offload (a system call, a child process).
+	Job = httpd.Job
 	// Options are the server's settings, one per httpd flag.
 	Options = server.Options
 	// NativeOptions are the settings of the native stack (Options.Native).

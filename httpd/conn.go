@@ -50,11 +50,14 @@ type Conn struct {
 	// then served with ready; st streams a file too large for the cache.
 	// While either is pending, the connection is blocked (pipelined requests
 	// wait, in order).
-	wait  *FileJob
-	ready *cacheEntry
-	st    *stream
-	gen   uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
-	waker Waker
+	wait   *FileJob
+	ready  *cacheEntry
+	done   Job  // the handler's job, run (Offloaded)
+	again  bool // Offload ran its job inline: call the handler again
+	shedIO bool // a job was due with the FileIO full: answer 503
+	st     *stream
+	gen    uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
+	waker  Waker
 
 	closing    bool // no more requests: close once Output is empty
 	peerClosed bool
@@ -395,5 +398,5 @@ func (c *Conn) endRequest() {
 	c.state = stHead
 	c.inReq = false
 	c.req = Request{}
-	c.ready = nil // a handler that did not ask for it again
+	c.ready, c.done = nil, nil // a handler that did not ask for them again
 }

@@ -13,10 +13,15 @@ import (
 	"percore/internal/testutil"
 )
 
-// queueIO is a FileIO that holds jobs until the test runs them, in any order.
-type queueIO struct{ jobs []*FileJob }
+// queueIO is a FileIO that holds jobs until the test runs them, in any
+// order, and is full with limit jobs (0: never).
+type queueIO struct {
+	jobs  []*FileJob
+	limit int
+}
 
 func (q *queueIO) Submit(j *FileJob) { q.jobs = append(q.jobs, j) }
+func (q *queueIO) Full() bool        { return q.limit > 0 && len(q.jobs) >= q.limit }
 
 // run runs and completes the queued jobs, last first when reverse is set,
 // until none is left.

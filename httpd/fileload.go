@@ -16,15 +16,21 @@ import (
 // tools but blocks the caller.
 type FileIO interface {
 	Submit(j *FileJob)
+	// Full reports that as many jobs wait as the FileIO will hold: a request
+	// that needs a new job is answered 503 rather than queued (the next
+	// chunk of a response already streaming is submitted all the same).
+	Full() bool
 }
 
 // FileJob is one piece of file-system work: resolving a path (open, stat, a
-// small file read whole) or reading one chunk of a streamed file. Run touches
+// small file read whole) or reading one chunk of a streamed file; or a
+// handler's Job (Offload), which the FileIO runs the same way. Run touches
 // nothing of the shard, so any goroutine may run it; everything else about
 // the job belongs to the shard that made it.
 type FileJob struct {
 	srv   *Server
 	epoch uint64 // the site's reload epoch when the job was made
+	work  Job    // a handler's job (Offload); its one waiter is the connection
 
 	// resolving a path
 	key     string // the clean request path
@@ -54,7 +60,9 @@ var errChanged = errors.New("file changed while being sent")
 
 // Run does the job's file-system work; it may block.
 func (j *FileJob) Run() {
-	if j.file != nil {
+	if j.work != nil {
+		j.work.Run()
+	} else if j.file != nil {
 		j.readChunk()
 	} else {
 		j.resolve()

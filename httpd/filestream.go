@@ -103,11 +103,12 @@ func (c *Conn) afterIO() {
 	}
 }
 
-// resume serves the request that waited for its path to resolve to e (a
-// handler may wait again, for another file or the whole of a large one).
-func (c *Conn) resume(e *cacheEntry) {
+// resume serves the request that waited for its path to resolve to e, or
+// for its handler's job done (a handler may wait again, for another file or
+// the whole of a large one).
+func (c *Conn) resume(e *cacheEntry, done Job) {
 	c.wait = nil
-	c.ready = e
+	c.ready, c.done = e, done
 	c.serve()
 	if c.wait == nil {
 		c.endRequest()
@@ -159,7 +160,7 @@ func (w *ResponseWriter) File(path []byte) (body []byte, found, wait bool) {
 // it, and c makes a new one when it next streams.
 func (c *Conn) cancelIO() {
 	c.gen++
-	c.wait, c.ready = nil, nil
+	c.wait, c.ready, c.done, c.again, c.shedIO = nil, nil, nil, false, false
 	if st := c.st; st != nil {
 		if st.busy {
 			c.st = nil

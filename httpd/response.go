@@ -172,7 +172,8 @@ func (c *Conn) serveStatic(path, query []byte, isHead, getOrHead bool) {
 				return
 			}
 			if e = c.srv.load(c, path, false); e == nil {
-				return // waiting
+				c.answerShed(isHead)
+				return // waiting, or shed
 			}
 		}
 	}
@@ -269,17 +270,24 @@ func (c *Conn) serveFile(f *staticFile, isHead bool) {
 // serveHandler runs a dynamic handler and copies its response into the arena.
 func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	w := &c.rw
-	w.status = 200
-	w.hdr = w.hdr[:0]
-	w.body = w.body[:0]
-	if !c.callHandler(hf) {
-		c.srv.stats.Panics++
-		c.h.keepAlive = false // the handler's state is suspect: end the connection
-		c.respondText(500, false, nil, nil)
+	for again := true; again; {
+		w.status = 200
+		w.hdr = w.hdr[:0]
+		w.body = w.body[:0]
+		if !c.callHandler(hf) {
+			c.again = false
+			c.srv.stats.Panics++
+			c.h.keepAlive = false // the handler's state is suspect: end the connection
+			c.respondText(500, false, nil, nil)
+			return
+		}
+		again, c.again = c.again, false // Offload ran inline
+	}
+	if c.answerShed(isHead) {
 		return
 	}
 	if c.wait != nil {
-		return // the handler waits for a file (File): it runs again once it is read
+		return // the handler waits for a file (File) or a job (Offload): it runs again then
 	}
 	status := w.status
 	noBody := status == 204 || status == 304
@@ -302,6 +310,18 @@ func (c *Conn) serveHandler(hf Handler, isHead bool) {
 	}
 	c.endArena(b, start)
 	c.finish(status, sent)
+}
+
+// answerShed answers 503 when the request needed a file job that the full
+// FileIO did not take (what a handler wrote is discarded); the connection
+// stays open.
+func (c *Conn) answerShed(isHead bool) bool {
+	if !c.shedIO {
+		return false
+	}
+	c.shedIO = false
+	c.respondText(503, isHead, nil, nil)
+	return true
 }
 
 // callHandler runs h, turning a panic into a 500 rather than a dead shard.

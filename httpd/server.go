@@ -42,6 +42,8 @@ type Stats struct {
 	CacheMisses    uint64 `stat:"count"` // docroot paths not in it (resolved by a file job, or joined one in flight)
 	CacheEvictions uint64 `stat:"count"` // entries evicted to stay within the cache size
 	FileJobs       uint64 `stat:"count"` // file jobs run: paths resolved and stream chunks read
+	Offloads       uint64 `stat:"count"` // handler jobs run off the shard (ResponseWriter.Offload)
+	FileShed       uint64 `stat:"drop"`  // requests answered 503: a file or handler job was due with the FileIO full
 	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
 }
 
@@ -60,6 +62,8 @@ func (s *Stats) Add(o Stats) {
 	s.CacheMisses += o.CacheMisses
 	s.CacheEvictions += o.CacheEvictions
 	s.FileJobs += o.FileJobs
+	s.Offloads += o.Offloads
+	s.FileShed += o.FileShed
 	s.StreamAborts += o.StreamAborts
 }
 
@@ -92,11 +96,17 @@ func (s *Server) SetFileIO(io FileIO) { s.io = io }
 // entry), else by a file job that c waits for (it returns nil). Connections
 // asking for the same path meanwhile join the job. whole reads a file too
 // large for the cache whole all the same (for a handler, File), up to
-// maxWholeFile; such jobs are not joined.
+// maxWholeFile; such jobs are not joined. While the FileIO is Full it
+// returns nil with c.shedIO set: c is answered 503.
 func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
 	if j := s.loading[string(path)]; j != nil && !whole {
 		j.waiters = append(j.waiters, waiter{c, c.gen})
 		c.wait = j
+		return nil
+	}
+	if s.io != nil && s.io.Full() {
+		s.stats.FileShed++
+		c.shedIO = true
 		return nil
 	}
 	j := &FileJob{srv: s, epoch: s.epoch, key: string(path), whole: whole}
@@ -117,7 +127,8 @@ func (s *Server) load(c *Conn, path []byte, whole bool) *cacheEntry {
 
 // Complete takes back a job its FileIO has run, on the shard: the resolved
 // path goes into the cache and the connections waiting for it are served; a
-// chunk goes out on its connection. Each connection with new output is
+// chunk goes out on its connection; a handler's job runs the handler
+// again. Each connection with new output is
 // woken (Conn.SetWaker). A job whose connection has gone meanwhile is
 // dropped.
 func (s *Server) Complete(j *FileJob, now time.Time) {
@@ -131,6 +142,15 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 		c.afterIO()
 		return
 	}
+	if j.work != nil {
+		w := j.waiters[0]
+		j.waiters[0] = waiter{}
+		if w.c.gen == w.gen && w.c.wait == j {
+			w.c.now = now
+			w.c.resume(nil, j.work)
+		}
+		return
+	}
 	if s.loading[j.key] == j {
 		delete(s.loading, j.key)
 	}
@@ -141,7 +161,7 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 		j.waiters[i] = waiter{}
 		if w.c.gen == w.gen && w.c.wait == j {
 			w.c.now = now
-			w.c.resume(j.entry)
+			w.c.resume(j.entry, nil)
 		}
 	}
 }

@@ -536,7 +536,8 @@ func (l *tcpLayer) wake(h TCPHandle) {
 	l.woken = append(l.woken, h)
 }
 
-// runWoken sends what woken connections have to send. A connection whose
+// runWoken feeds woken connections' apps the input they held back, and
+// sends what they have to send. A connection whose
 // send finds no tx frame wakes itself again, into a fresh list for the
 // next poll.
 func (l *tcpLayer) runWoken() {
@@ -548,6 +549,11 @@ func (l *tcpLayer) runWoken() {
 			continue
 		}
 		c.woken = false
+		if c.appSeq != c.rcvDataEnd() {
+			// The app may take the input it pushed back on: a peer that
+			// sent all it had sends no ACK to bring it otherwise.
+			l.deliver(c, true)
+		}
 		l.output(c)
 		if c.state != tcpClosed {
 			l.schedule(c)

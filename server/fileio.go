@@ -16,6 +16,16 @@ import (
 // up the rest.
 const fileWorkers = 4
 
+// Jobs wait in a channel of queuedJobs, then in over up to overJobs (a
+// stream's next chunk past that too): beyond, new requests that need a job
+// are answered 503 (httpd.FileIO.Full) rather than queued behind a disk that
+// cannot keep up, so a shard's memory and its clients' waits stay bounded.
+// Reading input goes on: every connection waits for one job at most.
+const (
+	queuedJobs = 1024
+	overJobs   = 1024
+)
+
 // fileIO is one httpd.Server's httpd.FileIO: worker goroutines that run file
 // jobs off the shard's thread (they block in open and pread), and an eventfd
 // in the shard's epoll that wakes the shard when jobs are done. The shard
@@ -41,7 +51,7 @@ func attachFileIO(sh *shard.Shard, srv *httpd.Server) error {
 	if err != nil {
 		return fmt.Errorf("file reader: eventfd: %w", err)
 	}
-	f := &fileIO{srv: srv, jobs: make(chan *httpd.FileJob, 1024), efd: efd}
+	f := &fileIO{srv: srv, jobs: make(chan *httpd.FileJob, queuedJobs), efd: efd}
 	if err := sh.AddFD(efd, unix.EPOLLIN, sh.AddSource(f), 0); err != nil {
 		unix.Close(efd)
 		return err
@@ -66,6 +76,9 @@ func (f *fileIO) Submit(j *httpd.FileJob) {
 	}
 	f.over = append(f.over, j)
 }
+
+// Full implements httpd.FileIO.
+func (f *fileIO) Full() bool { return len(f.over) >= overJobs }
 
 func (f *fileIO) work() {
 	defer f.wg.Done()

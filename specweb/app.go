@@ -34,6 +34,7 @@ var ErrNoFileSet = errors.New("no file set")
 type Config struct {
 	Seed        uint64       // Reset draws the tables from it
 	CommandFrom []netip.Addr // client addresses allowed ?command/...; nil: loopback
+	CGI         []string     // the program (and its arguments) each CGI-style GET runs (package cgiprog); nil: 501
 }
 
 // App is the SPECweb99 application: the tables, the post log and where the
@@ -43,6 +44,7 @@ type Config struct {
 // memory. Its handlers may run on every shard at once.
 type App struct {
 	cfg   Config
+	root  string                       // the file set's directory
 	tags  [Classes * FilesPerDir][]int // per class and file: offsets of each tag's path, the same in every directory
 	dirs  int
 	state atomic.Pointer[state]
@@ -64,7 +66,7 @@ func Load(root string, cfg Config) (*App, error) {
 	if cfg.CommandFrom == nil {
 		cfg.CommandFrom = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 	}
-	a := &App{cfg: cfg}
+	a := &App{cfg: cfg, root: root}
 	ents, err := os.ReadDir(filepath.Join(root, "file_set"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", root, ErrNoFileSet)
@@ -149,7 +151,7 @@ func findTags(f []byte) []int {
 func (a *App) Register(s *percore.Server) {
 	s.HandleMethod("GET", DynamicPath, a.get)
 	s.HandleMethod("POST", DynamicPath, a.post)
-	s.Handle(CGIPath, cgi)
+	s.Handle(CGIPath, a.cgi)
 }
 
 // file parses "/file_set/dirNNNNN/classC_Y" and returns the file's class
@@ -255,12 +257,11 @@ func writeRewritten(w writer, data []byte, tags []int, path string) {
 // pagePrefix is the small page the dynamic responses wrap their content in.
 func pagePrefix(w *percore.ResponseWriter, r *percore.Request) {
 	var b [64]byte
-	w.WriteString("<html>\n<head><title>SPECweb99 Dynamic GET & POST Test</title></head>\n<body>\n" +
-		"<p>SERVER_SOFTWARE = percore\n<p>REMOTE_ADDR = ")
+	w.WriteString(fileset.PageHead)
 	w.Write(r.Remote.Addr().Unmap().AppendTo(b[:0]))
-	w.WriteString("\n<p>SCRIPT_NAME = ")
+	w.WriteString(fileset.PageScript)
 	w.Write(r.Path)
-	w.WriteString("\n<p>QUERY_STRING = ")
+	w.WriteString(fileset.PageQuery)
 	w.Write(r.Query)
 	w.WriteString(fileset.PageBodyStart)
 }
@@ -391,10 +392,6 @@ func (a *App) Reset(users int) {
 
 // Log is the current post log.
 func (a *App) Log() *PostLog { return a.state.Load().log }
-
-func cgi(w *percore.ResponseWriter, r *percore.Request) {
-	fail(w, 501, "specweb: CGI-style GET through a separate process is not implemented yet")
-}
 
 func fail(w *percore.ResponseWriter, code int, msg string) {
 	w.WriteHeader(code)

@@ -23,7 +23,7 @@
 //	POST /specweb99-fcgi.pl  urlroot=/file_set/&dir=NNNNN&class=C&num=Y&client=K
 //	GET  /specweb99-fcgi.pl?command/Reset[&maxload=N]    housekeeping
 //	GET  /specweb99-fcgi.pl?command/Fetch                the post log
-//	GET  /specweb99-cgi.pl?/file_set/...                 CGI: 501 in this phase
+//	GET  /specweb99-cgi.pl?/file_set/dirNNNNN/classC_Y   CGI: a separate program per request
 //
 // Commands are obeyed only from the client addresses in Config.CommandFrom
 // (loopback by default); others get 403.

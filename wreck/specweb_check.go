@@ -81,11 +81,6 @@ func (f *swFiles) sum(r *swReq) uint64 {
 // check reports whether a response with status and body b answers r. An ad
 // rotation's chosen ad is returned (else -1).
 func (f *swFiles) check(r *swReq, status int, b *bodyCheck) (ok bool, ad int) {
-	if r.kind == kCGI {
-		// The server answers CGI with 501 in this phase; any well-framed
-		// answer counts, and CGI stays out of the run's validity.
-		return true, -1
-	}
 	if status != 200 {
 		return false, -1
 	}
@@ -107,7 +102,7 @@ func (f *swFiles) check(r *swReq, status int, b *bodyCheck) (ok bool, ad int) {
 	if !bytes.HasPrefix(head[off:], hdr) || b.n != int64(off)+size+int64(len(fileset.PageSuffix)) {
 		return false, -1
 	}
-	if r.kind == kDynamic {
+	if r.kind == kDynamic || r.kind == kCGI { // the same page, CGI's from a separate process
 		return b.cookN < 0, -1
 	}
 	if b.cookN < 0 || b.cookN > len(b.cookie) {

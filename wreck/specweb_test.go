@@ -3,12 +3,14 @@ package wreck
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"percore"
 	"percore/specweb"
+	"percore/specweb/cgiprog"
 	"percore/specweb/fileset"
 )
 
@@ -182,8 +184,12 @@ func TestSpecwebCheck(t *testing.T) {
 	if ok, _ := checkResponse(t, f, post, 200, "", []byte("<html>\nnothing\n")); ok {
 		t.Fatal("post: a page without the answer passed")
 	}
-	if ok, _ := checkResponse(t, f, swReq{kind: kCGI}, 501, "", []byte("not yet\n")); !ok {
-		t.Fatal("cgi: 501 is this phase's answer")
+	cg := swReq{kind: kCGI, dir: 1, class: 1, num: 2}
+	if ok, _ := checkResponse(t, f, cg, 200, "", dynamicPage(file)); !ok {
+		t.Fatal("cgi: the right page rejected")
+	}
+	if ok, _ := checkResponse(t, f, cg, 501, "", []byte("not implemented\n")); ok {
+		t.Fatal("cgi: a 501 passed")
 	}
 }
 
@@ -293,6 +299,18 @@ func TestSpecwebAllocs(t *testing.T) {
 // TestSpecwebEndToEnd generates the file set for 20 connections, serves it
 // on one shard of percore on 127.0.0.1 and runs the workload with 20 users
 // for 2 s: no errors, every answer valid, users conforming.
+// TestMain lets the test binary be the SPECweb99 CGI program that the
+// server in TestSpecwebEndToEnd runs per CGI-style GET.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "cgi" {
+		if err := cgiprog.Serve(os.Getenv, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 func TestSpecwebEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates 190 MB and runs for seconds")
@@ -302,7 +320,7 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	if err := specweb.Generate(root, specweb.Dirs(conns), 1, conns, nil); err != nil {
 		t.Fatal(err)
 	}
-	app, err := specweb.Load(root, specweb.Config{Seed: 1})
+	app, err := specweb.Load(root, specweb.Config{Seed: 1, CGI: []string{os.Args[0], "cgi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,13 +398,13 @@ func TestSpecwebVerdict(t *testing.T) {
 	if r.Valid || r.Conforming != 1 || r.MinUserKbps != 300 {
 		t.Fatalf("a slow user: %+v", r)
 	}
-	// 2% of POSTs fail their check; CGI errors do not count.
+	// 2% of POSTs fail their check, and 2 of 15 CGIs.
 	bad := kinds
 	bad[kPost].Invalid = 10
-	bad[kCGI].Errors = 15
+	bad[kCGI].Errors = 2
 	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, 0, 10)
-	if r.Valid || len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "post errors") {
-		t.Fatalf("invalid POSTs: %+v", r.Invalid)
+	if r.Valid || len(r.Invalid) != 2 || !strings.Contains(r.Invalid[0], "cgi errors") || !strings.Contains(r.Invalid[1], "post errors") {
+		t.Fatalf("invalid POSTs and CGIs: %+v", r.Invalid)
 	}
 	// The static share 20% off its target.
 	skew := kinds

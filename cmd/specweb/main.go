@@ -5,7 +5,9 @@
 //	specweb serve --dir /srv/web99 --port 8080 --smp 2 # plus any flag of httpd
 //
 // gen is resumable (run it again after an interruption) and reports its
-// progress on stderr. serve reads the files as they are asked for, through
+// progress on stderr. serve runs "specweb cgi" (this program again, as a CGI
+// program: the request in its environment, the response on its stdout) for
+// each CGI-style GET, off the shards. serve reads the files as they are asked for, through
 // one per-shard cache (--cache-size) that the static and the dynamic GETs
 // share, so the set may be larger than memory; SIGHUP empties the cache.
 package main
@@ -17,6 +19,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -24,13 +27,17 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"percore"
 	"percore/specweb"
+	"percore/specweb/cgiprog"
 )
 
 const usage = `usage:
   specweb gen --conns C --dir D [--seed N] [--users U]
   specweb serve --dir D [--seed N] [--command-from ADDR,...] [--post-log FILE] [httpd flags: --port, --smp, --network-stack ...]
+  specweb cgi    (run by serve: one CGI-style GET from the CGI environment)
 `
 
 func main() {
@@ -51,6 +58,12 @@ func run(args []string, stderr io.Writer, sig <-chan os.Signal, started func(net
 		return gen(args[1:], stderr)
 	case "serve":
 		return serve(args[1:], stderr, sig, started)
+	case "cgi":
+		if err := cgiprog.Serve(os.Getenv, os.Stdout); err != nil {
+			fmt.Fprintf(stderr, "specweb cgi: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	fmt.Fprintf(stderr, "specweb: unknown command %q\n%s", args[0], usage)
 	return 2
@@ -94,13 +107,14 @@ func gen(args []string, stderr io.Writer) int {
 func size(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(netip.AddrPort)) int {
-	mine, rest := splitFlags(args, "dir", "seed", "command-from", "post-log")
+	mine, rest := splitFlags(args, "dir", "seed", "command-from", "post-log", "cgi")
 	fs := flag.NewFlagSet("specweb serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "the file set's directory (specweb gen --dir); also the docroot")
 	seed := fs.Uint64("seed", 1, "seed ?command/Reset draws User.Personality and Custom.Ads from")
 	from := fs.String("command-from", "127.0.0.1,::1", "client addresses allowed ?command/Reset and ?command/Fetch, a comma list")
 	postLog := fs.String("post-log", "", "file the post log is copied to every second and at stop (default: .post.log in --dir; \"-\": none)")
+	cgiProgram := fs.String("cgi", "", "the CGI program run once per CGI-style GET (default: specweb-cgi beside this program, else \"specweb cgi\")")
 	if err := fs.Parse(mine); err != nil {
 		return 2
 	}
@@ -113,7 +127,12 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		fmt.Fprintf(stderr, "specweb serve: give --dir (the file set's directory, which is also the docroot; no --docroot)\n")
 		return 2
 	}
-	cfg := specweb.Config{Seed: *seed}
+	cgi, err := cgiCommand(*cgiProgram)
+	if err != nil {
+		fmt.Fprintf(stderr, "specweb serve: %v (--cgi names the CGI program)\n", err)
+		return 2
+	}
+	cfg := specweb.Config{Seed: *seed, CGI: cgi}
 	for _, s := range strings.Split(*from, ",") {
 		a, err := netip.ParseAddr(strings.TrimSpace(s))
 		if err != nil {
@@ -197,6 +216,28 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		code = 1
 	}
 	return code
+}
+
+// cgiCommand is the CGI program to run: program if given, else
+// specweb-cgi beside this program (it starts several times faster than
+// specweb, which links the whole server), else this program's cgi command.
+func cgiCommand(program string) ([]string, error) {
+	if program != "" {
+		p, err := exec.LookPath(program)
+		if err != nil {
+			return nil, err
+		}
+		p, err = filepath.Abs(p)
+		return []string{p}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find this program: %w", err)
+	}
+	if small := filepath.Join(filepath.Dir(self), "specweb-cgi"); unix.Access(small, unix.X_OK) == nil {
+		return []string{small}, nil
+	}
+	return []string{self, "cgi"}, nil
 }
 
 // splitFlags separates the flags named in ours ("-name v", "--name v",

@@ -20,6 +20,15 @@ import (
 	"percore/specweb"
 )
 
+// TestMain lets the test binary be the CGI program that serve runs (this
+// program's cgi command, as no specweb-cgi lies beside it).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "cgi" {
+		os.Exit(run(os.Args[1:], os.Stderr, nil, nil))
+	}
+	os.Exit(m.Run())
+}
+
 // TestEndToEnd generates the file set for 2 connections, serves it on one
 // shard and drives every kind of request, good and bad, through HTTP.
 func TestEndToEnd(t *testing.T) {
@@ -104,6 +113,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("ad rotation: %d tags at ad %d, want all %d", n, wantAd, specweb.Tags(1, 2))
 	}
 
+	// CGI: this test binary runs as the program (TestMain), off the shard.
+	resp, body = do(client, "GET", "/specweb99-cgi.pl?/file_set/dir00003/class1_2", "", "")
+	expect(resp, body, 200, "CGI GET")
+	if !strings.Contains(body, "<pre>\n"+file+"</pre>") || !strings.Contains(body, "SCRIPT_NAME = /specweb99-cgi.pl") {
+		t.Fatalf("CGI GET: not the page with the file: %.200q", body)
+	}
+
 	resp, body = do(client, "POST", "/specweb99-fcgi.pl", "my_cookie=user_id=10001&last_ad=5",
 		"urlroot=/file_set/&dir=00003&class=1&num=2&client=7")
 	expect(resp, body, 200, "POST")
@@ -125,7 +141,7 @@ func TestEndToEnd(t *testing.T) {
 		{"POST", "/specweb99-fcgi.pl", "my_cookie=user_id=10001&last_ad=5", "dir=00003&class=1&num=2&client=7&dir=00004", 400},
 		{"GET", "/specweb99-fcgi.pl?command/Fetch", "", "", 403},
 		{"GET", "/specweb99-fcgi.pl?command/Reset", "", "", 403},
-		{"GET", "/specweb99-cgi.pl?/file_set/dir00003/class1_2", "", "", 501},
+		{"GET", "/specweb99-cgi.pl?/file_set/dir00026/class1_2", "", "", 404},
 	} {
 		resp, body := do(client, c.method, c.path, c.cookie, c.body)
 		expect(resp, body, c.code, fmt.Sprintf("%s %s %q %q", c.method, c.path, c.cookie, c.body))

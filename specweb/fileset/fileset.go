@@ -162,11 +162,24 @@ const FirstUser = 10000
 // MaxUsers keeps user ids to the 5 digits of a User.Personality record.
 const MaxUsers = 90000
 
-// A dynamic page is a server-generated prefix that ends in PageBodyStart,
+// A dynamic page is a server-generated prefix (AppendPagePrefix) that ends in PageBodyStart,
 // the file (its CAD tags rewritten under ad rotation), then PageSuffix.
 // A POST's page holds PostAnswer and the record's sequence number.
 const (
+	PageHead = "<html>\n<head><title>SPECweb99 Dynamic GET & POST Test</title></head>\n<body>\n" +
+		"<p>SERVER_SOFTWARE = percore\n<p>REMOTE_ADDR = "
+	PageScript    = "\n<p>SCRIPT_NAME = "
+	PageQuery     = "\n<p>QUERY_STRING = "
 	PageBodyStart = "\n<pre>\n"
 	PageSuffix    = "</pre>\n</body>\n</html>\n"
 	PostAnswer    = "POST logged as record "
 )
+
+// AppendPagePrefix appends a dynamic page's prefix: the client's address,
+// the script and the query, as text.
+func AppendPagePrefix(b []byte, remote, script, query string) []byte {
+	b = append(append(b, PageHead...), remote...)
+	b = append(append(b, PageScript...), script...)
+	b = append(append(b, PageQuery...), query...)
+	return append(b, PageBodyStart...)
+}

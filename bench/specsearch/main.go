@@ -1,0 +1,256 @@
+package specsearch
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"percore/lab"
+)
+
+// Config is the search's settings, one per flag.
+type Config struct {
+	Lo, Hi, Steps, Resolution int
+	Warmup, Duration          time.Duration
+	Dir                       string // the file set (generated if missing)
+	FileSet                   int    // connections the file set is for (0: Hi, as the rules want)
+	ServerCPUs, ClientCPUs    string
+	Stack                     string // posix: loopback
+	Port                      int
+	ServerArgs                []string // more specweb serve flags (--cache-size 1G)
+	Root                      string   // the module to build from
+}
+
+// Main runs "bench specweb" with args and returns the exit status; the
+// result goes to out, progress to log.
+func Main(ctx context.Context, args []string, out, log io.Writer) int {
+	var c Config
+	fs := flag.NewFlagSet("bench specweb", flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.IntVar(&c.Lo, "lo", 100, "fewest users to try: the search's first run")
+	fs.IntVar(&c.Hi, "hi", 2000, "most users to try: the second run")
+	fs.IntVar(&c.Steps, "steps", 6, "runs at most, lo and hi included")
+	fs.IntVar(&c.Resolution, "resolution", 0, "stop once the interval is this many users (default: 2% of lo)")
+	fs.DurationVar(&c.Warmup, "warmup", 5*time.Second, "each run's warm-up before measuring (SPECweb99: 1200s)")
+	fs.DurationVar(&c.Duration, "duration", 20*time.Second, "each run's measured time (SPECweb99: 1200s, three runs)")
+	fs.StringVar(&c.Dir, "dir", filepath.Join(os.TempDir(), "percore-specweb"), "the file set's directory (specweb gen; made here if missing, resumably)")
+	fs.IntVar(&c.FileSet, "file-set", 0, "connections the file set is generated for (default: --hi, as SPECweb99 sizes it; less is not a conforming setting)")
+	fs.StringVar(&c.ServerCPUs, "server-cpus", "1", "CPUs of the server's shards (one shard each)")
+	fs.StringVar(&c.ClientCPUs, "client-cpus", "0", "CPUs of wreck's shards")
+	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (over loopback) or native (AF_XDP on a lab veth pair, the client in its namespace)")
+	fs.IntVar(&c.Port, "port", 18080, "the server's port")
+	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
+	fs.StringVar(&c.Root, "root", ".", "the percore module to build from")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	c.ServerArgs = strings.Fields(*serverArgs)
+	if c.FileSet == 0 {
+		c.FileSet = c.Hi
+	}
+	if c.Resolution == 0 {
+		c.Resolution = max(1, c.Lo/50)
+	}
+	if c.Stack != "posix" && c.Stack != "native" {
+		fmt.Fprintln(log, "bench specweb: --network-stack is posix or native")
+		return 2
+	}
+	if err := run(ctx, &c, out, log); err != nil {
+		fmt.Fprintf(log, "bench specweb: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c *Config, out, log io.Writer) error {
+	bin, err := os.MkdirTemp("", "percore-specweb-bin")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bin)
+	fmt.Fprintf(log, "bench specweb: building specweb, specweb-cgi and wreck\n")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/specweb", "./cmd/specweb-cgi", "./cmd/wreck")
+	build.Dir, build.Stderr = c.Root, log
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	gen := exec.CommandContext(ctx, filepath.Join(bin, "specweb"), "gen", "--conns", strconv.Itoa(c.FileSet), "--dir", c.Dir)
+	gen.Stderr = log
+	if err := gen.Run(); err != nil {
+		return fmt.Errorf("specweb gen: %w", err)
+	}
+	// Where the server and the client run: loopback, or a lab whose
+	// server end the native stack owns and whose client end is a namespace.
+	host, serverPre, clientPre := "127.0.0.1", []string(nil), []string(nil)
+	serverFlags := []string{"--address", host}
+	if c.Stack == "native" {
+		l, err := lab.New(lab.Config{Prefix: "sws", Queues: cpuCount(c.ServerCPUs)})
+		if err != nil {
+			return fmt.Errorf("build the lab: %w", err)
+		}
+		defer l.Close()
+		host = l.ServerIP.String()
+		serverFlags = []string{"--network-stack", "native", "--iface", l.ServerIf, "--host-ipv4-addr", host}
+		serverPre = []string{"ip", "netns", "exec", l.ServerNS.Name}
+		clientPre = []string{"ip", "netns", "exec", l.ClientNS.Name}
+		fmt.Fprintf(log, "bench specweb: %s\n", l)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
+		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
+	argv = append(argv, c.ServerArgs...)
+	fmt.Fprintf(log, "bench specweb: %s\n", strings.Join(argv, " "))
+	step := func(conns int) (Step, error) {
+		// A fresh server for each run: an empty post log and cache, as
+		// SPECweb99's reset between runs; the warm-up fills the cache.
+		stop, err := startServer(ctx, argv)
+		if err != nil {
+			return Step{}, err
+		}
+		s, err := runWreck(ctx, clientPre, bin, c, addr, conns)
+		stop()
+		if err != nil {
+			return s, err
+		}
+		verdict := "valid"
+		if !s.Valid {
+			verdict = "invalid: " + strings.Join(s.Why, "; ")
+		}
+		fmt.Fprintf(log, "bench specweb: %d users: %d conforming (%.1f%%), %.0f ops/s, mean response %.2f ms, %s\n",
+			conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs, verdict)
+		return s, nil
+	}
+	best, tried, err := Search(c.Lo, c.Hi, c.Steps, c.Resolution, step)
+	if err != nil {
+		return err
+	}
+	report(out, c, best, tried)
+	return nil
+}
+
+// startServer starts argv in its own process group and waits for its
+// "serving" line; stop ends that group (and nothing else) and waits.
+func startServer(ctx context.Context, argv []string) (stop func(), err error) {
+	srv := exec.Command(argv[0], argv[1:]...)
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &lockedBuffer{}
+	srv.Stdout, srv.Stderr = logs, logs
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start specweb serve: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { srv.Wait(); close(exited) }()
+	stop = func() {
+		syscall.Kill(-srv.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if strings.Contains(logs.String(), " directories from ") {
+			return stop, nil
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		case <-exited:
+			return nil, fmt.Errorf("specweb serve exited: %s", tail(logs.String()))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("specweb serve: not serving after 20s: %s", tail(logs.String()))
+		}
+	}
+}
+
+// lockedBuffer collects a process's output for the goroutine that reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 1<<20 {
+		return len(p), nil // keep the start of a chatty server
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runWreck runs one step and reads its verdict.
+func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int) (Step, error) {
+	argv := append(append(pre[:len(pre):len(pre)], filepath.Join(bin, "wreck")), "--server", addr, "--workload", "specweb99", "--conn", strconv.Itoa(conns),
+		"--file-set", strconv.Itoa(c.FileSet), "--warmup", c.Warmup.String(), "--duration", c.Duration.String(),
+		"--cpuset", c.ClientCPUs, "--smp", strconv.Itoa(cpuCount(c.ClientCPUs)), "--json")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		return Step{}, fmt.Errorf("wreck %s: %w: %s", strings.Join(argv, " "), err, tail(stderr.String()))
+	}
+	var r struct {
+		Specweb *struct {
+			Conforming int      `json:"conforming"`
+			Percent    float64  `json:"percent_conforming"`
+			OpsPerSec  float64  `json:"ops_per_sec"`
+			MeanMs     float64  `json:"mean_response_ms"`
+			Valid      bool     `json:"valid"`
+			Invalid    []string `json:"invalid"`
+		} `json:"specweb"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Specweb == nil {
+		return Step{}, fmt.Errorf("wreck: no SPECweb99 result in its output (%v)", err)
+	}
+	w := r.Specweb
+	return Step{Conns: conns, Valid: w.Valid, Conforming: w.Conforming, Percent: w.Percent,
+		OpsPerSec: w.OpsPerSec, MeanMs: w.MeanMs, Why: w.Invalid}, nil
+}
+
+// cpuCount counts the CPUs of a list like 0-3,6.
+func cpuCount(list string) int {
+	n := 0
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 == nil && err2 == nil && b >= a {
+			n += b - a + 1
+		}
+	}
+	return max(1, n)
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "..." + s[len(s)-2000:]
+	}
+	return s
+}

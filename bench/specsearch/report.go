@@ -1,0 +1,60 @@
+package specsearch
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// published are SPECweb99 results of TUX (Red Hat Content Accelerator 2,
+// a static server in the Linux kernel with dynamic content in user
+// modules), from SPEC's published SPECweb99 results
+// (www.spec.org/web99/results/).
+var published = []struct {
+	server, machine, network string
+	cores, conns             int
+}{
+	{"TUX 2 (Red Hat Content Accelerator)", "4x AMD Opteron 846 2.0 GHz, 32 GB", "4x 1 GbE", 4, 10502},
+	{"TUX 2 (Red Hat Content Accelerator)", "2x Intel Xeon 3.06 GHz, 12 GB", "1 GbE", 2, 5373},
+}
+
+// report prints the steps, the result line and the comparison table.
+func report(w io.Writer, c *Config, best Step, tried []Step) {
+	cores := cpuCount(c.ServerCPUs)
+	fmt.Fprintf(w, "| users | conforming | %% | ops/s | mean response ms | verdict |\n|---:|---:|---:|---:|---:|---|\n")
+	for _, s := range tried {
+		v := "valid"
+		if !s.Valid {
+			v = "invalid: " + strings.Join(s.Why, "; ")
+		}
+		fmt.Fprintf(w, "| %d | %d | %.1f | %.0f | %.2f | %s |\n", s.Conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs, v)
+	}
+	setting := fmt.Sprintf("percore %s, %d server core(s), %s warm-up, %s measured, one run per step, file set for %d connections",
+		c.Stack, cores, c.Warmup, c.Duration, c.FileSet)
+	if c.FileSet < best.Conns {
+		setting += " (smaller than the rules' set for the result)"
+	}
+	fmt.Fprintln(w)
+	if best.Conns == 0 {
+		fmt.Fprintf(w, "SPECweb99-style result: none: %d users already fail (%s; not an official run)\n", tried[0].Conns, setting)
+		return
+	}
+	bound := ""
+	if best.Conns == c.Hi {
+		bound = " (at least: --hi passed)"
+	}
+	fmt.Fprintf(w, "SPECweb99-style result = %d conforming connections%s, %.0f ops/s (%s; not an official run)\n\n",
+		best.Conns, bound, best.OpsPerSec, setting)
+	fmt.Fprintf(w, "| server | machine | network | cores | conforming connections | per core |\n|---|---|---|---:|---:|---:|\n")
+	link := "loopback"
+	if c.Stack == "native" {
+		link = "veth, AF_XDP copy mode"
+	}
+	fmt.Fprintf(w, "| percore %s (this run) | this machine, client on CPUs %s | %s | %d | %d | %d |\n",
+		c.Stack, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
+	for _, p := range published {
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d |\n", p.server, p.machine, p.network, p.cores, p.conns, p.conns/p.cores)
+	}
+	fmt.Fprintf(w, "\nTUX: SPEC's published SPECweb99 results (www.spec.org/web99/results/): official runs of 1200 s warm-up and three 1200 s runs,\n"+
+		"clients on separate machines over real NICs; this run is shorter, on one machine, its client sharing it.\n")
+}
