@@ -50,9 +50,8 @@
 // that needs no such state, like the one above, allocates nothing per request.
 // Blocking work for one request (a child process, a slow system call) goes
 // to ResponseWriter.Offload: the Job runs on the goroutines that read the
-// docroot's files, and the handler runs again once it is done. Those
-// goroutines exist when Options.Docroot is set; without a docroot the Job
-// runs inline and blocks the shard.
+// docroot's files (a few per shard, started with it), and the handler runs
+// again once it is done.
 package percore
 
 import (

@@ -92,9 +92,10 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 			cfg.TLSHandshakeTimeout = o.HeaderTimeout // a handshake is part of the first request's header time
 		}
 		p, err := NewPosix(sh, lfd, cfg, time.Now())
-		if err != nil || o.Docroot == "" {
+		if err != nil {
 			return err
 		}
+		// Always: handlers may Offload blocking work even without a docroot.
 		return attachFileIO(sh, p.Server())
 	})
 	if err != nil {
