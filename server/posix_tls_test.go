@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testCert writes a self-signed ECDSA P-256 certificate for 127.0.0.1 and
@@ -452,5 +454,71 @@ func TestTLSCurlOpenSSL(t *testing.T) {
 		if err != nil || !ok {
 			t.Errorf("openssl s_client %s: %v %q", v, err, out)
 		}
+	}
+}
+
+// TestTLSServeNoAllocs: a keep-alive request over TLS allocates on the
+// shard only the one object crypto/tls makes each time it reads records
+// from its conn (an atLeastReader, in readFromUntil: it escapes into
+// bytes.Buffer.ReadFrom); the record layer around it allocates nothing. The
+// client's requests are sealed before the measurement and its responses
+// read as bytes, so that only the server's allocations count.
+func TestTLSServeNoAllocs(t *testing.T) {
+	ts := startTLSServer(t, func(o *Options) { o.SMP = 1 })
+	raw, err := net.DialTimeout("tcp", ts.TLSAddr.String(), 5*time.Second)
+	must(t, err)
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(30 * time.Second))
+	rc := &sealConn{Conn: raw}
+	c := tls.Client(rc, &tls.Config{RootCAs: ts.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
+	must(t, c.Handshake())
+	rc.keep = true
+	const warm, runs = 200, 500
+	for i := 0; i < 1+warm+runs+1; i++ {
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	// From here on blocking system calls on the socket (a duplicate), as
+	// testutil.ServeAllocs does: AllocsPerRun runs with GOMAXPROCS 1, where
+	// the Go poller would wait for the shard to be preempted.
+	f, err := raw.(*net.TCPConn).File()
+	must(t, err)
+	defer f.Close()
+	fd := int(f.Fd())
+	must(t, unix.SetNonblock(fd, false))
+	readFull := func(b []byte) error {
+		for got := 0; got < len(b); {
+			k, err := unix.Read(fd, b[got:])
+			if err != nil || k == 0 {
+				return fmt.Errorf("read: %d %v", k, err)
+			}
+			got += k
+		}
+		return nil
+	}
+	// The first response sets the length of every one: a record.
+	_, err = unix.Write(fd, rc.records[0])
+	must(t, err)
+	hdr := make([]byte, 5)
+	must(t, readFull(hdr))
+	buf := make([]byte, 5+(int(hdr[3])<<8|int(hdr[4])))
+	must(t, readFull(buf[5:]))
+	next := 1
+	var failed error
+	roundTrip := func() {
+		if _, err := unix.Write(fd, rc.records[next]); err != nil {
+			failed = err
+		}
+		next++
+		if err := readFull(buf); err != nil {
+			failed = err
+		}
+	}
+	for range warm {
+		roundTrip()
+	}
+	allocs := testing.AllocsPerRun(runs, roundTrip)
+	must(t, failed)
+	if allocs > 1 {
+		t.Fatalf("%.2f allocations per request, want at most crypto/tls's one", allocs)
 	}
 }
