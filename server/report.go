@@ -19,6 +19,9 @@ func (n *Native) Report(r *shard.Report) {
 	r.AddFields("tcp.", n.stack.TCPStats())
 	addHTTP(r, n.srv.Stats())
 	r.AddFields("xsk.", n.q.XSKStats())
+	if n.tls != nil {
+		r.AddFields("tls.", n.tls.report())
+	}
 }
 
 // addHTTP adds a shard's HTTP counters to its report, the same names on

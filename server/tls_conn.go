@@ -208,6 +208,7 @@ type tlsConn struct {
 	more     bool // crypto/tls may hold plaintext of the last record
 	blocked  bool // feed stopped because hc pushed back
 	notified bool // close_notify written
+	finish   bool // write close_notify once hc's output is sealed, though hc is not closing (a drain)
 }
 
 // handshake runs on the helper goroutine.
@@ -500,7 +501,7 @@ func (t *tlsConn) encrypt(hc *httpd.Conn) error {
 			return err
 		}
 	}
-	if hc.Closing() && hc.Pending() == 0 && !t.notified {
+	if (hc.Closing() || t.finish) && hc.Pending() == 0 && !t.notified {
 		t.notified = true
 		t.tc.CloseWrite()
 	}
