@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"percore/wreck"
 )
 
 // testCert writes a self-signed ECDSA P-256 certificate for 127.0.0.1 and
@@ -520,5 +522,37 @@ func TestTLSServeNoAllocs(t *testing.T) {
 	must(t, failed)
 	if allocs > 1 {
 		t.Fatalf("%.2f allocations per request, want at most crypto/tls's one", allocs)
+	}
+}
+
+// TestTLSWreck: wreck --tls against the server: keep-alive requests, then
+// full and resumed handshakes, each counted on both sides.
+func TestTLSWreck(t *testing.T) {
+	ts := startTLSServer(t, nil)
+	run := func(args ...string) *wreck.Result {
+		t.Helper()
+		cfg, _, err := wreck.ParseFlags(append([]string{"--server", ts.TLSAddr.String(), "--tls", "--tls-ca", ts.certPath,
+			"--duration", "20s", "--timeout", "5s", "--conn", "4"}, args...))
+		must(t, err)
+		res, err := wreck.Run(cfg)
+		must(t, err)
+		if res.Errors.Total()+res.Errors.Non2xx != 0 {
+			t.Fatalf("%v: errors %+v", args, res.Errors)
+		}
+		return res
+	}
+	h0 := ts.counter("tls.handshakes")
+	if res := run("--reqs", "2000"); res.Requests != 2000 || res.TLS.Handshakes != 4 {
+		t.Fatalf("keep-alive: %d requests, %d handshakes: want 2000, 4", res.Requests, res.TLS.Handshakes)
+	}
+	if res := run("--reqs", "100", "--keepalive=false"); res.Requests != 100 || res.TLS.Handshakes != 100 || res.TLS.Resumed != 0 {
+		t.Fatalf("full: %d requests, %d handshakes, %d resumed: want 100, 100, 0", res.Requests, res.TLS.Handshakes, res.TLS.Resumed)
+	}
+	if res := run("--reqs", "100", "--keepalive=false", "--tls-resume"); res.Requests != 100 || res.TLS.Resumed != 96 {
+		t.Fatalf("resumed: %d requests, %d resumed: want 100, 96", res.Requests, res.TLS.Resumed)
+	}
+	waitCounter(t, ts.testServer, "tls.handshakes", h0+204)
+	if r := ts.counter("tls.resumed"); r != 96 {
+		t.Fatalf("server: %d resumed, want 96", r)
 	}
 }
