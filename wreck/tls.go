@@ -253,7 +253,7 @@ func (w *tlsWorker) run(ctx context.Context) {
 			if cfg.KeepAlive {
 				start = time.Now()
 			}
-			if !w.exchange(ctx, c, n, start) || !cfg.KeepAlive {
+			if !w.exchange(ctx, c, n, start) || !cfg.KeepAlive || ctx.Err() != nil {
 				break
 			}
 			if n = w.r.take(cfg.Pipeline); n == 0 {
