@@ -3,15 +3,18 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,6 +127,7 @@ func TestNativeTLS(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) { nativeTLSBadInput(t, nt, addr, conf(tls.VersionTLS13), certPath) })
+	t.Run("handshake flood", func(t *testing.T) { nativeTLSFlood(t, nt, addr, conf(tls.VersionTLS13)) })
 
 	// Idle: every connection released (the server closed first on most:
 	// those wait in TIME-WAIT, holding no frame).
@@ -226,4 +230,64 @@ func waitNative(t *testing.T, nt *nativeTest, name string, want uint64) {
 	if got := nt.total(name); got != want {
 		t.Fatalf("%s %d, want %d", name, got, want)
 	}
+}
+
+// nativeTLSFlood keeps a TLS and a cleartext keep-alive connection busy
+// while a hundred clients stall in the middle of their handshakes and eight
+// more make full handshakes back to back, all on the one shard: every
+// keep-alive request completes.
+func nativeTLSFlood(t *testing.T, nt *nativeTest, addr string, conf *tls.Config) {
+	hello := clientHello(t)
+	for i := 0; i < 100; i++ {
+		c, _ := nt.raw(addr)
+		defer c.Close()
+		c.Write(hello[:len(hello)/2])
+	}
+	full := conf.Clone()
+	full.ClientSessionCache = nil
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				raw, err := nt.dial.DialContext(ctx, "tcp", addr)
+				cancel()
+				if err != nil {
+					continue
+				}
+				c := tls.Client(raw, full)
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				c.Handshake()
+				c.Close()
+			}
+		}()
+	}
+	h0 := nt.total("tls.handshakes")
+	raw, _ := nt.raw(addr)
+	defer raw.Close()
+	tc := tls.Client(raw, conf)
+	pc, _ := nt.raw(nt.Addr.String())
+	defer pc.Close()
+	const rounds = 300
+	for _, c := range []net.Conn{tc, pc} {
+		br := bufio.NewReader(c)
+		for i := 0; i < rounds; i++ {
+			fmt.Fprintf(c, "GET /f%d.txt HTTP/1.1\r\nHost: x\r\n\r\n", i%10)
+			resp, body := readResponse(t, br, "GET")
+			if want := fmt.Sprintf("file %d\n", i%10); resp.StatusCode != 200 || string(body) != want {
+				t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("during %d keep-alive requests: %d handshakes", 2*rounds, nt.total("tls.handshakes")-h0)
 }
