@@ -304,7 +304,7 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, tls bool, n
 	c.h = h
 	c.now = now
 	if tls {
-		c.tls = n.tls.start(c)
+		c.tls = n.tls.start(c, -1)
 	}
 	n.open++
 	n.stats.Accepted++

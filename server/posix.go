@@ -200,7 +200,7 @@ func (p *Posix) serveTLS(fd int, remote netip.AddrPort, ts *tlsShard, now time.T
 	c := p.slot()
 	c.fd = fd
 	c.hc = p.srv.NewConn(remote, now)
-	c.tls = ts.start(c)
+	c.tls = ts.start(c, fd)
 	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
 	p.open++
 	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {

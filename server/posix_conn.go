@@ -273,11 +273,11 @@ func (c *posixConn) linger(now time.Time) {
 func (c *posixConn) close() {
 	p := c.p
 	p.wheel.Stop(&c.timer)
-	unix.Close(c.fd)
 	if c.tls != nil {
-		c.tls.release()
+		c.tls.release() // first: a helper may be writing to fd
 		c.tls = nil
 	}
+	unix.Close(c.fd)
 	p.srv.Release(c.hc)
 	p.stats.Closed++
 	p.open--

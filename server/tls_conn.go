@@ -21,11 +21,12 @@ import (
 // A handshake costs about a millisecond of CPU, so it runs on a helper
 // goroutine per connection, at most TLSMaxHandshakes at a time per shard, on
 // the Go scheduler's threads other than the shards' (a busy shard keeps its
-// own). The shard stays the connection's only reader and writer of the
-// network: it feeds the helper the bytes that arrive and sends the flights
-// the helper writes, which the helper hands over through the shard's mailbox
-// (a list under a lock and an eventfd in the shard's epoll: control traffic,
-// a few messages per handshake).
+// own). The shard stays the connection's only reader of the network: it
+// feeds the helper the bytes that arrive. The helper hands its flights and
+// its verdict to the shard through the shard's mailbox (a list under a lock
+// and an eventfd in the shard's epoll: control traffic, a few messages per
+// handshake); on the posix stack it writes its flights to the socket itself
+// while the socket takes them whole.
 //
 // Once the handshake is done the shard takes the tls.Conn over and drives
 // its record layer itself, over tlsConn as an in-memory net.Conn: reads
@@ -115,9 +116,11 @@ func newTLSShard(sh *shard.Shard, conf *tls.Config, timeout time.Duration) (*tls
 // full reports that no handshake may start now.
 func (s *tlsShard) full() bool { return s.running >= TLSMaxHandshakes }
 
-// start begins the handshake of a new connection on a helper goroutine.
-func (s *tlsShard) start(owner tlsOwner) *tlsConn {
-	t := &tlsConn{s: s, owner: owner}
+// start begins the handshake of a new connection on a helper goroutine. fd
+// is its socket if the helper may write its flights there itself (posix),
+// else -1.
+func (s *tlsShard) start(owner tlsOwner, fd int) *tlsConn {
+	t := &tlsConn{s: s, owner: owner, fd: fd}
 	t.cond.L = &t.mu
 	t.tc = tls.Server(t, s.conf)
 	s.running++
@@ -196,6 +199,8 @@ type tlsConn struct {
 	done   bool   // the handshake returned, with err
 	err    error
 	posted bool // in the mailbox (under the mailbox's lock)
+	fd     int  // the socket, for the handshake's own writes (posix; -1: none)
+	relay  bool // a flight went through the shard: the rest follow it
 	hsHdr  [5]byte
 	hsHdrN int // bytes of the current record's header read
 	hsLeft int // bytes of the current record's body not yet read
@@ -584,8 +589,18 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fd >= 0 && !t.relay && !t.shut {
+		// Straight to the socket, saving the shard a wake-up and a write;
+		// under mu, so that the shard (release) cannot close fd meanwhile.
+		n, _ := unix.Write(t.fd, p)
+		if n == len(p) {
+			return n, nil
+		}
+		p = p[max(n, 0):]
+		t.relay = true // the rest, and every later flight, through the shard: in order
+	}
 	t.hsOut = append(t.hsOut, p...)
-	t.mu.Unlock()
 	t.s.post(t)
 	return len(p), nil
 }
