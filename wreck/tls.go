@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,13 @@ type TLSConfig struct {
 	CA         string // PEM file of the CAs to trust ("": the system's)
 	ServerName string // sent as SNI and verified ("": the host of Server)
 	Resume     bool   // resume each connection's session from the last one's ticket
+	Curves     string // key exchanges to offer, comma-separated ("": crypto/tls's defaults)
+}
+
+// tlsCurves names the key exchanges --tls-curves takes.
+var tlsCurves = map[string]tls.CurveID{
+	"x25519": tls.X25519, "p256": tls.CurveP256, "p384": tls.CurveP384, "p521": tls.CurveP521,
+	"x25519mlkem768": tls.X25519MLKEM768,
 }
 
 // bindTLSFlags binds the --tls flags to c.
@@ -45,13 +53,14 @@ func bindTLSFlags(fs *flag.FlagSet, c *TLSConfig) {
 	fs.StringVar(&c.CA, "tls-ca", "", "with --tls: trust the CAs in this PEM `file` (default: the system's)")
 	fs.StringVar(&c.ServerName, "tls-server-name", "", "with --tls: the `name` to send (SNI) and verify (default: the host of --server)")
 	fs.BoolVar(&c.Resume, "tls-resume", false, "with --tls --keepalive=false: resume each connection's session from the ticket of the one before (resumed handshakes)")
+	fs.StringVar(&c.Curves, "tls-curves", "", "with --tls: the key exchanges to offer, in order, from x25519, p256, p384, p521, x25519mlkem768 (default: Go's, post-quantum hybrid first)")
 }
 
 // validate checks the --tls flags against the rest of the run.
 func (t *TLSConfig) validate(c *Config) error {
 	switch {
-	case !t.Enabled && (t.Insecure || t.CA != "" || t.ServerName != "" || t.Resume):
-		return errors.New("--tls-insecure, --tls-ca, --tls-server-name and --tls-resume need --tls")
+	case !t.Enabled && (t.Insecure || t.CA != "" || t.ServerName != "" || t.Resume || t.Curves != ""):
+		return errors.New("--tls-insecure, --tls-ca, --tls-server-name, --tls-resume and --tls-curves need --tls")
 	case !t.Enabled:
 		return nil
 	case t.Insecure && t.CA != "":
@@ -65,7 +74,24 @@ func (t *TLSConfig) validate(c *Config) error {
 	case c.CheckSeq:
 		return errors.New("--tls does not check sequence numbers: drop --check-seq")
 	}
-	return nil
+	_, err := t.curves()
+	return err
+}
+
+// curves parses Curves.
+func (t *TLSConfig) curves() ([]tls.CurveID, error) {
+	if t.Curves == "" {
+		return nil, nil
+	}
+	var ids []tls.CurveID
+	for _, name := range strings.Split(t.Curves, ",") {
+		id, ok := tlsCurves[strings.ToLower(strings.TrimSpace(name))]
+		if !ok {
+			return nil, fmt.Errorf("--tls-curves: unknown key exchange %q: choose from x25519, p256, p384, p521, x25519mlkem768", name)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // clientConfig is the crypto/tls configuration for server (host:port).
@@ -79,6 +105,7 @@ func (t *TLSConfig) clientConfig(server string) (*tls.Config, error) {
 	if conf.ServerName == "" {
 		conf.ServerName, _, _ = net.SplitHostPort(server)
 	}
+	conf.CurvePreferences, _ = t.curves() // checked by validate
 	if t.CA != "" {
 		pem, err := os.ReadFile(t.CA)
 		if err != nil {

@@ -145,7 +145,7 @@ func TestTLSRun(t *testing.T) {
 		}
 	})
 	t.Run("insecure", func(t *testing.T) {
-		res := run(t, "--tls-insecure", "--conn", "1", "--reqs", "10")
+		res := run(t, "--tls-insecure", "--tls-curves", "x25519,p256", "--conn", "1", "--reqs", "10")
 		if res.Requests != 10 || res.Errors.Total() != 0 {
 			t.Fatalf("%d requests, errors %+v", res.Requests, res.Errors)
 		}
@@ -165,6 +165,8 @@ func TestTLSFlags(t *testing.T) {
 		{"--tls", "--tls-insecure", "--tls-ca", "ca.pem"},
 		{"--tls", "--rate", "100"},
 		{"--tls", "--check-seq"},
+		{"--tls", "--tls-curves", "x448"},
+		{"--tls-curves", "x25519"},
 	} {
 		if _, _, err := ParseFlags(append([]string{"--server", "127.0.0.1:1"}, args...)); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want one line", args, err)
