@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -90,6 +92,30 @@ func TestNativeTLS(t *testing.T) {
 			}
 		}
 		nt.checkFile(nt.client, "k1.bin")
+	})
+
+	// Pipelined far past what TCP and httpd hold, one request per record,
+	// before reading any response: TCP keeps what httpd does not take, and
+	// every response still comes back whole and in order.
+	t.Run("pipelined back-pressure", func(t *testing.T) {
+		c, _ := nt.raw(addr)
+		defer c.Close()
+		tc := tls.Client(c, conf(tls.VersionTLS13))
+		const reqs = 48
+		for i := 0; i < reqs; i++ {
+			_, err := io.WriteString(tc, "GET /m1.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+			must(t, err)
+		}
+		br := bufio.NewReaderSize(tc, 64<<10)
+		for i := 0; i < reqs; i++ {
+			resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+			must(t, err)
+			h := sha256.New()
+			n, err := io.Copy(h, resp.Body)
+			if err != nil || hex.EncodeToString(h.Sum(nil)) != nt.sums["m1.bin"] {
+				t.Fatalf("response %d: %d bytes, err %v, sha256 differs", i, n, err)
+			}
+		}
 	})
 
 	ip := nt.TLSAddr.Addr().String()

@@ -112,12 +112,17 @@ func (c *posixConn) tlsReady(now time.Time) {
 	if c.fd < 0 {
 		return
 	}
-	if c.tls.est {
-		// What the client sent after its Finished, if anything, then
-		// the responses.
-		if err := c.tls.pump(c.hc, now); err != nil {
+	switch t := c.tls; {
+	case t.est && c.eof:
+		// The peer closed during the handshake: what it sent after its
+		// Finished is all there is (crypto/tls tells a truncated record).
+		if _, err := t.feed(c.hc, nil, now); err != nil {
 			c.tlsFailed(err)
+		} else {
+			c.hc.PeerClosed(now)
 		}
+	case t.est:
+		c.read(now) // what the client sent after its Finished, if anything
 	}
 	c.flush()
 	c.settle(now)
@@ -128,7 +133,7 @@ func (c *posixConn) tlsReady(now time.Time) {
 func (c *posixConn) readTLS(now time.Time) {
 	t := c.tls
 	buf := c.p.scrap
-	for i := 0; i < readsPerEvent; i++ {
+	for i := 0; i < readsPerEvent; {
 		est := t.est
 		if est {
 			// What crypto/tls and held keep first: hc may have pushed back.
@@ -137,15 +142,21 @@ func (c *posixConn) readTLS(now time.Time) {
 				return
 			}
 			c.flush()
-			if t.blocked {
-				c.blocked = true
-				c.p.stats.Backpressure++
-				return
-			}
 			if c.broken || c.hc.Closing() {
 				return
 			}
+			if t.blocked {
+				if len(c.hc.ReadBuf()) == 0 {
+					// Until output drains: then read is called
+					// again, and decrypts what is held.
+					c.blocked = true
+					c.p.stats.Backpressure++
+					return
+				}
+				continue // the flush made room: decrypt what is held
+			}
 		}
+		i++
 		n, err := read(c.fd, buf)
 		switch {
 		case err == unix.EINTR:
@@ -193,6 +204,9 @@ func (c *posixConn) readTLS(now time.Time) {
 			return
 		}
 		c.flush()
+		if t.blocked {
+			continue // the top decrypts the rest, or waits for output to drain
+		}
 		if n < len(buf) || c.broken || c.hc.Closing() {
 			return
 		}

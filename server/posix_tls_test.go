@@ -582,3 +582,54 @@ func TestTLSWreck(t *testing.T) {
 		t.Fatalf("server: %d resumed, want 96", r)
 	}
 }
+
+// TestTLSBackpressure pipelines far more response bytes over TLS than the
+// socket buffers hold without reading, checks reading stopped (the
+// counter), then reads every response, in order and whole: the records
+// held back while httpd pushed back are decrypted after.
+func TestTLSBackpressure(t *testing.T) {
+	const files, size, reqs = 4, 64 << 10, 400 // ~25 MiB of responses
+	var bodies [files][]byte
+	ts := startTLSServer(t, func(o *Options) {
+		o.SMP = 1
+		for i := range bodies {
+			bodies[i] = bytes.Repeat([]byte{byte('a' + i)}, size)
+			must(t, os.WriteFile(filepath.Join(o.Docroot, fmt.Sprintf("%d.bin", i)), bodies[i], 0o644))
+		}
+	})
+	raw, err := net.DialTimeout("tcp", ts.TLSAddr.String(), 5*time.Second)
+	must(t, err)
+	defer raw.Close()
+	c := tls.Client(raw, &tls.Config{RootCAs: ts.pool, ServerName: "127.0.0.1"})
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	must(t, c.Handshake())
+	var all bytes.Buffer
+	for i := 0; i < reqs; i++ {
+		fmt.Fprintf(&all, "GET /%d.bin HTTP/1.1\r\nHost: x\r\n\r\n", i%files)
+	}
+	// One request per record, as a browser's would come.
+	for b := all.Bytes(); len(b) > 0; {
+		n := bytes.Index(b, []byte("\r\n\r\n")) + 4
+		_, err := c.Write(b[:n])
+		must(t, err)
+		b = b[n:]
+	}
+	for deadline := time.Now().Add(10 * time.Second); ts.counter("posix.backpressure") == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("reading never stopped for back-pressure: %d requests, %d bytes out, %d in", ts.counter("http.requests"), ts.counter("posix.bytes_out"), ts.counter("posix.bytes_in"))
+		}
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	for i := 0; i < reqs; i++ {
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("response %d: %v (%d requests, %d bytes out, %d in, back-pressure %d)", i, err, ts.counter("http.requests"),
+				ts.counter("posix.bytes_out"), ts.counter("posix.bytes_in"), ts.counter("posix.backpressure"))
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(body, bodies[i%files]) {
+			t.Fatalf("response %d: %d bytes, err %v", i, len(body), err)
+		}
+	}
+}
