@@ -1,9 +1,11 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +43,10 @@ type NativeConfig struct {
 	// (netstack.TCPConfig.Budget): httpd's buffers are charged to it too.
 	// nil: none.
 	Memory *netstack.MemBudget
+	// TLS, when set, is served on TLSPorts (listened on beside Ports).
+	TLS                 *tls.Config
+	TLSPorts            []uint16
+	TLSHandshakeTimeout time.Duration // 0: TLSHandshakeTimeout
 }
 
 // NativeShard is the shard.Stopper and shard.Reporter of a shard that serves
@@ -103,8 +109,9 @@ type Native struct {
 	q     *native.Queue
 	stack *netstack.Stack
 	srv   *httpd.Server
-	ports []uint16
+	ports []uint16 // cleartext and TLS
 	eps   []nativeEndpoint
+	tls   *tlsShard // nil: no TLS port
 
 	pool []*nativeConn // free conns, reused
 	live []*nativeConn // every conn ever made (index = nativeConn.idx)
@@ -126,10 +133,11 @@ type Native struct {
 type nativeEndpoint struct {
 	n    *Native
 	port uint16
+	tls  bool
 }
 
 func (e *nativeEndpoint) Accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Time) netstack.TCPApp {
-	return e.n.accept(remote, h, now)
+	return e.n.accept(remote, h, e.tls, now)
 }
 
 func (e *nativeEndpoint) Release(app netstack.TCPApp, now time.Time) {
@@ -145,20 +153,66 @@ type nativeConn struct {
 	idx int
 	hc  *httpd.Conn        // nil when free
 	h   netstack.TCPHandle // the connection, while hc is set
+
+	tls    *tlsConn  // nil: cleartext
+	outv   [1][]byte // Output's answer for TLS
+	now    time.Time // the latest time TCP gave (TLS's Advance has none)
+	broken bool      // TLS failed: FIN after the alert
 }
 
-func (c *nativeConn) Feed(p []byte, now time.Time) int { return c.hc.Feed(p, now) }
-func (c *nativeConn) Output() [][]byte                 { return c.hc.Output() }
-func (c *nativeConn) Advance(n int)                    { c.hc.Advance(n) }
-func (c *nativeConn) PeerClosed(now time.Time)         { c.hc.PeerClosed(now) }
-func (c *nativeConn) Deadline() time.Time              { return c.hc.Deadline() }
+func (c *nativeConn) Feed(p []byte, now time.Time) int {
+	if c.tls != nil {
+		c.now = now
+		return c.tlsFeed(p, now)
+	}
+	return c.hc.Feed(p, now)
+}
+
+func (c *nativeConn) Output() [][]byte {
+	if c.tls != nil {
+		return c.tlsOutput()
+	}
+	return c.hc.Output()
+}
+
+func (c *nativeConn) Advance(n int) {
+	if c.tls != nil {
+		c.tlsAdvance(n)
+		return
+	}
+	c.hc.Advance(n)
+}
+
+func (c *nativeConn) PeerClosed(now time.Time) {
+	if c.tls != nil {
+		c.now = now
+		c.tlsPeerClosed(now)
+		return
+	}
+	c.hc.PeerClosed(now)
+}
+
+// Deadline is httpd's; the helper times a handshake out itself.
+func (c *nativeConn) Deadline() time.Time {
+	if c.tls != nil && !c.tls.est {
+		return time.Time{}
+	}
+	return c.hc.Deadline()
+}
 
 // Wake implements httpd.Waker: a file job gave the connection output, which
-// TCP sends on the next Poll.
-func (c *nativeConn) Wake(time.Time) {
-	if c.hc != nil {
-		c.n.stack.WakeTCP(c.h)
+// TCP sends on the next Poll (over TLS, once it is sealed into records).
+func (c *nativeConn) Wake(now time.Time) {
+	if c.hc == nil {
+		return
 	}
+	if c.tls != nil && c.tls.est && !c.broken {
+		c.now = now
+		if err := c.tls.pump(c.hc, now); err != nil {
+			c.tlsFailed(err)
+		}
+	}
+	c.n.stack.WakeTCP(c.h)
 }
 
 // Expire is httpd's verdict on its deadline. When it expired, httpd has
@@ -175,6 +229,9 @@ func (c *nativeConn) Expire(now time.Time) bool {
 // Closing is httpd's verdict, or, while the shard drains, true as soon as
 // every response queued has been sent: TCP then sends FIN.
 func (c *nativeConn) Closing() bool {
+	if c.tls != nil {
+		return c.tlsClosing()
+	}
 	return c.hc.Closing() || (c.n.drain && c.hc.Pending() == 0 && !c.hc.Waiting())
 }
 
@@ -188,21 +245,27 @@ func NewNative(sh *shard.Shard, q *native.Queue, cfg NativeConfig, now time.Time
 			q.Close()
 		}
 	}()
-	if len(cfg.Ports) == 0 {
+	if len(cfg.Ports)+len(cfg.TLSPorts) == 0 {
 		return nil, fmt.Errorf("native stack: no listen port")
 	}
+	ports := append(slices.Clone(cfg.Ports), cfg.TLSPorts...)
 	n := &Native{
 		wheel: sh.Wheel(),
 		q:     q,
 		stack: q.Stack(),
 		srv:   httpd.NewServer(cfg.Site, cfg.Log),
-		ports: cfg.Ports,
-		eps:   make([]nativeEndpoint, len(cfg.Ports)),
+		ports: ports,
+		eps:   make([]nativeEndpoint, len(ports)),
 		now:   now,
 		group: cfg.Drain,
 	}
-	for i, p := range cfg.Ports {
-		n.eps[i] = nativeEndpoint{n: n, port: p}
+	if cfg.TLS != nil && len(cfg.TLSPorts) > 0 {
+		if n.tls, err = newTLSShard(sh, cfg.TLS, cfg.TLSHandshakeTimeout); err != nil {
+			return nil, fmt.Errorf("native stack: tls: %w", err)
+		}
+	}
+	for i, p := range ports {
+		n.eps[i] = nativeEndpoint{n: n, port: p, tls: i >= len(cfg.Ports)}
 		if err := n.stack.ListenTCP(p, &n.eps[i]); err != nil {
 			return nil, fmt.Errorf("native stack: listen on port %d: %w", p, err)
 		}
@@ -246,9 +309,13 @@ func (n *Native) Stats() NativeStats { return n.stats }
 
 // accept gives a connection that completed its handshake an httpd.Conn, or
 // refuses it (nil: TCP answers RST) while draining.
-func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Time) netstack.TCPApp {
+func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, tls bool, now time.Time) netstack.TCPApp {
 	if n.drain || n.closed {
 		n.stats.Refused++
+		return nil
+	}
+	if tls && n.tls.full() {
+		n.tls.stats.Refused++
 		return nil
 	}
 	var c *nativeConn
@@ -262,6 +329,10 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Ti
 	c.hc = n.srv.NewConn(remote, now)
 	c.hc.SetWaker(c)
 	c.h = h
+	c.now = now
+	if tls {
+		c.tls = n.tls.start(c, -1)
+	}
 	n.open++
 	n.stats.Accepted++
 	return c
@@ -271,6 +342,10 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, now time.Ti
 func (n *Native) release(c *nativeConn, now time.Time) {
 	if c.hc == nil {
 		return
+	}
+	if c.tls != nil {
+		c.tls.release()
+		c.tls, c.outv[0], c.broken = nil, nil, false
 	}
 	n.srv.Release(c.hc)
 	c.hc, c.h = nil, netstack.TCPHandle{}
@@ -292,6 +367,9 @@ func (n *Native) Drain(now time.Time) {
 		if c.hc != nil {
 			// Closing is now true once its responses are sent: the
 			// next Poll sends what is left, then FIN.
+			if c.tls != nil {
+				c.tlsDrain()
+			}
 			n.stats.Kicks++
 			n.stack.WakeTCP(c.h)
 		}
@@ -333,6 +411,9 @@ func (n *Native) Close() {
 			n.stats.Forced++
 			n.stack.AbortTCP(n.now, n.q.Link(), c.h) // releases c
 		}
+	}
+	if n.tls != nil {
+		n.tls.close()
 	}
 	n.wheel.Stop(&n.tick)
 	n.wheel.Stop(&n.recheck)

@@ -2,12 +2,14 @@ package server
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"percore/afxdp"
@@ -81,9 +83,22 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 		Queues: len(cpus), RSS: no.RSS, XDPMode: no.XDPMode, Frames: no.Frames, Logf: no.Logf,
 		BusyPoll: afxdp.BusyPoll{Budget: no.BusyPoll},
 	}
+	var clear, tlsPorts []uint16
 	for _, p := range o.Ports {
-		cfg.Ports = append(cfg.Ports, uint16(p))
+		clear = append(clear, uint16(p))
 	}
+	var tlsConf *tls.Config
+	if o.TLS.Cert != "" {
+		if tlsConf, err = LoadTLS(o.TLS); err != nil {
+			return err
+		}
+		if o.TLSPort >= 0 {
+			tlsPorts = []uint16{uint16(o.TLSPort)}
+		} else {
+			clear, tlsPorts = nil, clear // TLS on every --port
+		}
+	}
+	cfg.Ports = append(slices.Clone(clear), tlsPorts...)
 	if cfg.Logf == nil {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "percore: "+f+"\n", a...) }
 	}
@@ -141,7 +156,8 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 				q.Close()
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
-			nc := NativeConfig{Ports: cfg.Ports, Site: site, Log: logw, Drain: drain, Shard: ns, Memory: mem}
+			nc := NativeConfig{Ports: clear, Site: site, Log: logw, Drain: drain, Shard: ns, Memory: mem,
+				TLS: tlsConf, TLSPorts: tlsPorts, TLSHandshakeTimeout: o.HeaderTimeout}
 			n, err := NewNative(sh, q, nc, time.Now())
 			if err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
@@ -157,6 +173,9 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 	}
 	s.group, s.nativeRun = g, run
 	s.Addr = netip.AddrPortFrom(cfg.Addr, cfg.Ports[0])
+	if tlsPorts != nil {
+		s.TLSAddr = netip.AddrPortFrom(cfg.Addr, tlsPorts[0])
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,11 +204,11 @@ func (o *Options) checkTLS(*rawFlags) error {
 		return fmt.Errorf("--tls-key, --tls-ocsp and --tls-port need --tls-cert: give the certificate too")
 	case t.Cert != "" && t.Key == "":
 		return fmt.Errorf("--tls-cert %q: give its private key with --tls-key", t.Cert)
-	case t.Cert != "" && o.NetworkStack != "posix":
-		return fmt.Errorf("--tls-cert: TLS is served by the posix stack only for now; use --network-stack posix")
+	case o.TLSPort == 0 && o.NetworkStack != "posix":
+		return fmt.Errorf("--tls-port 0: the native stack cannot pick a free port; give a port number")
 	case o.TLSPort < -1 || o.TLSPort > 65535:
 		return fmt.Errorf("--tls-port %d: choose a port from 0 to 65535", o.TLSPort)
-	case o.TLSPort > 0 && o.TLSPort == o.Port:
+	case o.TLSPort > 0 && slices.Contains(o.Ports, o.TLSPort):
 		return fmt.Errorf("--tls-port %d: it is --port too; choose another, or omit --tls-port to serve TLS on --port", o.TLSPort)
 	}
 	return nil

@@ -92,8 +92,8 @@ func TestCountersDeclareKind(t *testing.T) {
 	}
 }
 
-// The TLS flags: the certificate needs its key, TLS is posix only, and
-// --tls-port may not be --port.
+// The TLS flags: the certificate needs its key, --tls-port may not be a
+// --port, and the native stack serves TLS on a port it is given.
 func TestParseFlagsTLS(t *testing.T) {
 	o, err := ParseFlags([]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-port", "8443"}, nil)
 	if err != nil || o.TLS != (TLSFiles{Cert: "c.pem", Key: "k.pem"}) || o.TLSPort != 8443 {
@@ -102,7 +102,13 @@ func TestParseFlagsTLS(t *testing.T) {
 	if o, _ := ParseFlags([]string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, nil); o.TLSPort != -1 {
 		t.Fatalf("TLSPort %d without --tls-port, want -1 (TLS on --port)", o.TLSPort)
 	}
+	native := []string{"--network-stack", "native", "--lab", "--tls-cert", "c.pem", "--tls-key", "k.pem"}
+	if _, err := ParseFlags(append(native, "--tls-port", "10443"), nil); err != nil {
+		t.Fatalf("native with TLS: %v", err)
+	}
 	for _, args := range [][]string{
+		append(native, "--tls-port", "0"),
+		append(native, "--port", "10000,10443", "--tls-port", "10443"),
 		{"--tls-cert", "c.pem"},
 		{"--tls-port", "8443"},
 		{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--port", "8443", "--tls-port", "8443"},

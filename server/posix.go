@@ -196,6 +196,21 @@ func (p *Posix) serve(fd int, remote netip.AddrPort, now time.Time) {
 	c.armTimer()
 }
 
+// serveTLS is serve for a TLS connection: its handshake starts on a helper.
+func (p *Posix) serveTLS(fd int, remote netip.AddrPort, ts *tlsShard, now time.Time) {
+	c := p.slot()
+	c.fd = fd
+	c.hc = p.srv.NewConn(remote, now)
+	c.hc.SetWaker(c)
+	c.tls = ts.start(c, fd)
+	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
+	p.open++
+	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {
+		p.stats.AcceptErrors++
+		c.close()
+	}
+}
+
 func (p *Posix) onResume(time.Time) {
 	if !p.drain {
 		p.sh.ModifyFD(p.lfd, unix.EPOLLIN, p.src, listenerToken)
@@ -261,7 +276,7 @@ func (p *Posix) Report(r *shard.Report) {
 	r.AddKind("posix.open", shard.Gauge, uint64(p.open))
 	r.AddFields("posix.", p.stats)
 	if p.tls != nil {
-		r.AddFields("tls.", p.tls.stats())
+		r.AddFields("tls.", p.tls.ts.report())
 	}
 	addHTTP(r, p.srv.Stats())
 }

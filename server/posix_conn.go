@@ -18,6 +18,7 @@ type posixConn struct {
 	gen       uint32
 	fd        int // -1: slot free
 	hc        *httpd.Conn
+	tls       *tlsConn // nil: cleartext
 	timer     shard.Timer
 	events    uint32 // current epoll interest
 	blocked   bool   // reading stopped: the input buffer is full until output drains
@@ -67,6 +68,10 @@ func (c *posixConn) read(now time.Time) {
 		return
 	}
 	c.blocked = false
+	if c.tls != nil {
+		c.readTLS(now)
+		return
+	}
 	for i := 0; i < readsPerEvent; i++ {
 		buf := c.hc.ReadBuf()
 		if len(buf) == 0 {
@@ -105,6 +110,10 @@ func (c *posixConn) read(now time.Time) {
 // flush writes as much pending output as the socket takes, with one writev over
 // httpd's immutable response slices, and tells httpd how far it got.
 func (c *posixConn) flush() {
+	if c.tls != nil {
+		c.flushTLS()
+		return
+	}
 	for !c.broken {
 		if c.hc.Pending() == 0 {
 			return
@@ -150,7 +159,22 @@ func (c *posixConn) settle(now time.Time) {
 		c.close()
 		return
 	}
-	pending := c.hc.Pending() > 0
+	if c.tls != nil && !c.tls.est {
+		c.settleHandshake()
+		return
+	}
+	pending := c.pending() > 0
+	if !pending && !c.hc.Waiting() && (c.hc.Closing() || c.eof || c.p.drain) && c.tls != nil && !c.tls.notified {
+		// TLS ends with close_notify before the FIN.
+		c.tls.notified = true
+		c.tls.tc.CloseWrite()
+		c.flush()
+		if c.broken {
+			c.close()
+			return
+		}
+		pending = c.pending() > 0
+	}
 	if !pending && !c.hc.Waiting() && (c.hc.Closing() || c.eof || c.p.drain) {
 		c.startLinger(now)
 		return
@@ -173,11 +197,22 @@ func (c *posixConn) settle(now time.Time) {
 	c.armTimer()
 }
 
+// pending is the output not yet written: httpd's, and TLS records.
+func (c *posixConn) pending() int {
+	if c.tls != nil {
+		return c.hc.Pending() + c.tls.queued()
+	}
+	return c.hc.Pending()
+}
+
 // armTimer makes sure the timer fires no later than httpd's deadline. A later
 // deadline (each request pushes the idle deadline out) leaves the timer where
 // it is; when it fires early, expire re-arms it, so a busy connection costs no
 // timer work per request.
 func (c *posixConn) armTimer() {
+	if c.tls != nil && !c.tls.est {
+		return // the helper times the handshake out
+	}
 	d := c.hc.Deadline()
 	if d.IsZero() {
 		return
@@ -251,6 +286,10 @@ func (c *posixConn) linger(now time.Time) {
 func (c *posixConn) close() {
 	p := c.p
 	p.wheel.Stop(&c.timer)
+	if c.tls != nil {
+		c.tls.release() // first: a helper may be writing to fd
+		c.tls = nil
+	}
 	unix.Close(c.fd)
 	p.srv.Release(c.hc)
 	p.stats.Closed++

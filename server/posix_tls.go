@@ -1,13 +1,8 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"io"
-	"net"
-	"os"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,56 +10,32 @@ import (
 	"percore/shard"
 )
 
-// TLS on the posix stack: one goroutine per TLS connection, off the shard.
-//
-// The shard accepts a TLS connection, makes a socketpair and serves its own end
-// as an ordinary cleartext connection; a bridge goroutine owns the TCP socket
-// and the other end, runs crypto/tls's handshake over the socket as a blocking
-// net.Conn and then copies plaintext between the two. The kernel socketpair is
-// both the in-memory pipe and the wakeup (its end sits in the shard's epoll), so
-// the shard never blocks, never touches TLS state, and a flood of handshakes
-// costs it one accept and one socketpair each: the handshake crypto runs on
-// the Go scheduler's other threads.
-
-// TLSStats are one shard's TLS counters. The bridge goroutines update them
-// atomically (they are not on the shard); Report reads a snapshot.
-type TLSStats struct {
-	Accepted   uint64 `stat:"count"` // TLS connections accepted
-	Handshakes uint64 `stat:"count"` // handshakes completed
-	Resumed    uint64 `stat:"count"` // of those, resumed from a session ticket
-	Failed     uint64 `stat:"drop"`  // handshakes failed: bad records, no shared protocol, a peer that closed (crypto/tls sent the alert)
-	TimedOut   uint64 `stat:"drop"`  // handshakes cut by the handshake timeout
-	Cut        uint64 `stat:"drop"`  // connections cut after the handshake: a bad, truncated or oversized record, a renegotiation attempt, a reset
-	Errors     uint64 `stat:"error"` // connections not bridged: socketpair or descriptor failures
-	Bridges    uint64 `stat:"gauge"` // bridge goroutines running
-}
-
-// TLSHandshakeTimeout bounds a TLS handshake, so that a client stopping in the
-// middle of one holds a goroutine and two descriptors no longer.
-const TLSHandshakeTimeout = 10 * time.Second
+// TLS on the posix stack: a TLS connection is a posixConn with a tlsConn.
+// The shard reads the socket as for cleartext; while the handshake runs on
+// its helper the bytes go to the helper and its flights come back through
+// the mailbox; afterwards the shard decrypts each read into httpd and
+// encrypts httpd's output into records it writes to the socket.
 
 // tlsListener is a shard's TLS listening socket: a second source of the shard
-// beside its Posix, whose connections it hands to the Posix after the bridge.
+// beside its Posix, whose connections it serves as TLS posixConns.
 type tlsListener struct {
-	p       *Posix
-	lfd     int
-	src     shard.SourceID
-	conf    *tls.Config
-	timeout time.Duration
-	resume  shard.Timer     // re-enables accepting after EMFILE
-	ctx     context.Context // cancelled at Close: ends handshakes in progress
-	cancel  context.CancelFunc
-	n       struct {
-		accepted, handshakes, resumed, failed, timedOut, cut, errors, bridges atomic.Uint64
-	}
+	p      *Posix
+	lfd    int
+	src    shard.SourceID
+	ts     *tlsShard
+	resume shard.Timer // re-enables accepting after EMFILE
+	full   bool        // not accepting: TLSMaxHandshakes in progress
 }
 
 func newTLSListener(p *Posix, lfd int, conf *tls.Config, timeout time.Duration) (*tlsListener, error) {
-	if timeout <= 0 {
-		timeout = TLSHandshakeTimeout
+	t := &tlsListener{p: p, lfd: lfd}
+	ts, err := newTLSShard(p.sh, conf, timeout)
+	if err != nil {
+		unix.Close(lfd)
+		return nil, err
 	}
-	t := &tlsListener{p: p, lfd: lfd, conf: conf, timeout: timeout}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.ts = ts
+	ts.slotFree = t.onSlotFree
 	t.resume.Init(t.onResume)
 	t.src = p.sh.AddSource(t)
 	if err := p.sh.AddFD(lfd, unix.EPOLLIN, t.src, 0); err != nil {
@@ -82,6 +53,12 @@ func (t *tlsListener) Events(_ []shard.Event, now time.Time) {
 		return
 	}
 	for i := 0; i < acceptBatch; i++ {
+		if t.ts.full() {
+			// Handshakes wait in the listen backlog until a helper is free.
+			t.full = true
+			p.sh.ModifyFD(t.lfd, 0, t.src, 0)
+			return
+		}
 		fd, err := accept4(t.lfd, &p.rsa, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
 			switch err {
@@ -98,89 +75,19 @@ func (t *tlsListener) Events(_ []shard.Event, now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		t.n.accepted.Add(1)
-		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.n.errors.Add(1)
-			unix.Close(fd)
-			continue
-		}
-		tcp, err1 := fileConn(fd)
-		plain, err2 := fileConn(pair[1])
-		if err1 != nil || err2 != nil {
-			t.n.errors.Add(1)
-			closeConns(tcp, plain)
-			unix.Close(pair[0])
-			continue
-		}
-		t.n.bridges.Add(1)
-		go t.bridge(tcp.(*net.TCPConn), plain.(*net.UnixConn))
-		p.serve(pair[0], rawAddrPort(&p.rsa), now)
+		p.serveTLS(fd, rawAddrPort(&p.rsa), t.ts, now)
 	}
 }
 
-// fileConn makes a net.Conn of fd (the Go poller's, non-blocking underneath)
-// and closes fd, which net.FileConn has duplicated.
-func fileConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close()
-	return net.FileConn(f)
-}
-
-func closeConns(cs ...net.Conn) {
-	for _, c := range cs {
-		if c != nil {
-			c.Close()
-		}
+func (t *tlsListener) onSlotFree() {
+	if t.full && !t.ts.full() {
+		t.full = false
+		t.onResume(time.Time{})
 	}
-}
-
-// bridge runs one TLS connection: the handshake, then plaintext both ways
-// between tcp (through crypto/tls) and plain, the shard's socketpair end.
-func (t *tlsListener) bridge(tcp *net.TCPConn, plain *net.UnixConn) {
-	defer t.n.bridges.Add(^uint64(0))
-	defer closeConns(tcp, plain)
-	tc := tls.Server(tcp, t.conf)
-	ctx, cancel := context.WithTimeout(t.ctx, t.timeout)
-	err := tc.HandshakeContext(ctx)
-	cancel()
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			t.n.timedOut.Add(1)
-		} else {
-			t.n.failed.Add(1)
-		}
-		return
-	}
-	t.n.handshakes.Add(1)
-	if tc.ConnectionState().DidResume {
-		t.n.resumed.Add(1)
-	}
-	up := make(chan struct{})
-	go func() { // requests: client -> shard
-		defer close(up)
-		_, err := io.Copy(plain, tc)
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
-			t.n.cut.Add(1) // crypto/tls sent the alert, if any
-		}
-		plain.CloseWrite() // the shard reads EOF
-	}()
-	// Responses: shard -> client. EOF means the shard shut its side down after
-	// its last response: send close_notify and FIN, then give the client the
-	// shard's linger time to close before cutting the upward copy.
-	if _, err := io.Copy(tc, plain); err == nil {
-		tc.CloseWrite()
-		tcp.CloseWrite()
-		tcp.SetReadDeadline(time.Now().Add(t.p.cfg.Linger))
-	} else {
-		tcp.Close()
-		plain.Close()
-	}
-	<-up
 }
 
 func (t *tlsListener) onResume(time.Time) {
-	if !t.p.drain && t.lfd >= 0 {
+	if !t.p.drain && t.lfd >= 0 && !t.full {
 		t.p.sh.ModifyFD(t.lfd, unix.EPOLLIN, t.src, 0)
 	}
 }
@@ -193,23 +100,187 @@ func (t *tlsListener) closeListener() {
 	}
 }
 
-// close stops accepting and ends handshakes in progress; bridges past their
-// handshake end when the shard closes its socketpair ends.
+// close stops accepting and ends the handshakes in progress.
 func (t *tlsListener) close() {
 	t.closeListener()
 	t.p.wheel.Stop(&t.resume)
-	t.cancel()
+	t.ts.close()
 }
 
-func (t *tlsListener) stats() TLSStats {
-	return TLSStats{
-		Accepted:   t.n.accepted.Load(),
-		Handshakes: t.n.handshakes.Load(),
-		Resumed:    t.n.resumed.Load(),
-		Failed:     t.n.failed.Load(),
-		TimedOut:   t.n.timedOut.Load(),
-		Cut:        t.n.cut.Load(),
-		Errors:     t.n.errors.Load(),
-		Bridges:    t.n.bridges.Load(),
+// tlsReady: the helper wrote a flight or finished (on the shard).
+func (c *posixConn) tlsReady(now time.Time) {
+	if c.fd < 0 {
+		return
+	}
+	switch t := c.tls; {
+	case t.est && c.eof:
+		// The peer closed during the handshake: what it sent after its
+		// Finished is all there is (crypto/tls tells a truncated record).
+		if _, err := t.feed(c.hc, nil, now); err != nil {
+			c.tlsFailed(err)
+		} else {
+			c.hc.PeerClosed(now)
+		}
+	case t.est:
+		c.read(now) // what the client sent after its Finished, if anything
+	}
+	c.flush()
+	c.settle(now)
+}
+
+// readTLS is read for a TLS connection: into the handshake while it runs,
+// through the record layer into httpd after.
+func (c *posixConn) readTLS(now time.Time) {
+	t := c.tls
+	buf := c.p.scrap
+	for i := 0; i < readsPerEvent; {
+		est := t.est
+		if est {
+			// What crypto/tls and held keep first: hc may have pushed back.
+			if _, err := t.feed(c.hc, nil, now); err != nil {
+				c.tlsFailed(err)
+				return
+			}
+			c.flush()
+			if c.broken || c.hc.Closing() {
+				return
+			}
+			if t.blocked {
+				if len(c.hc.ReadBuf()) == 0 {
+					// Until output drains: then read is called
+					// again, and decrypts what is held.
+					c.blocked = true
+					c.p.stats.Backpressure++
+					return
+				}
+				continue // the flush made room: decrypt what is held
+			}
+		}
+		i++
+		n, err := read(c.fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			c.p.stats.ReadErrors++
+			if est {
+				t.s.stats.Cut++
+			}
+			c.broken = true
+			return
+		case n == 0:
+			c.eof = true
+			if !est {
+				t.peerClosed()
+				return
+			}
+			// crypto/tls tells a close at a record boundary from a
+			// truncated record.
+			t.eof = true
+			if _, err := t.feed(c.hc, nil, now); err != nil {
+				c.tlsFailed(err)
+				return
+			}
+			c.hc.PeerClosed(now)
+			c.flush()
+			return
+		}
+		c.p.stats.BytesIn += uint64(n)
+		if !est {
+			if !t.feedHandshake(buf[:n]) {
+				c.broken = true
+				return
+			}
+			continue
+		}
+		k, err := t.feed(c.hc, buf[:n], now)
+		if k < n && err == nil {
+			t.held = append(t.held, buf[k:n]...) // hc pushed back
+		}
+		if err != nil {
+			c.tlsFailed(err)
+			return
+		}
+		c.flush()
+		if t.blocked {
+			continue // the top decrypts the rest, or waits for output to drain
+		}
+		if n < len(buf) || c.broken || c.hc.Closing() {
+			return
+		}
+	}
+}
+
+// tlsFailed handles an error of the record layer: io.EOF is the peer's
+// close_notify (httpd answers what it has, then we close); anything else
+// broke the connection: send the alert crypto/tls queued and close without
+// lingering.
+func (c *posixConn) tlsFailed(err error) {
+	c.flushTLS()
+	if err == io.EOF {
+		c.eof = true
+		return
+	}
+	c.broken = true
+}
+
+// flushTLS encrypts httpd's output and writes the records to the socket.
+func (c *posixConn) flushTLS() {
+	t := c.tls
+	for !c.broken {
+		if t.est {
+			if err := t.encrypt(c.hc); err != nil {
+				c.broken = true
+				return
+			}
+		}
+		out := t.pending()
+		if len(out) == 0 {
+			return
+		}
+		n, err := unix.Write(c.fd, out)
+		if n > 0 {
+			t.sent(n)
+			c.p.stats.BytesOut += uint64(n)
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			c.p.stats.WriteErrors++
+			c.broken = true
+			return
+		case n < len(out):
+			return // the socket buffer is full: wait for EPOLLOUT
+		}
+	}
+}
+
+// settleHandshake is settle while the handshake runs: read unless the peer
+// closed, write while a flight is queued; a failed handshake (its alert
+// sent) or a drain closes the connection.
+func (c *posixConn) settleHandshake() {
+	t := c.tls
+	if t.failed() || c.p.drain {
+		c.close()
+		return
+	}
+	want := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
+	if c.eof {
+		want = 0
+	}
+	if t.queued() > 0 {
+		want |= unix.EPOLLOUT
+	}
+	if want != c.events {
+		c.events = want
+		if err := c.p.sh.ModifyFD(c.fd, want, c.p.src, c.token()); err != nil {
+			c.p.stats.WriteErrors++
+			c.close()
+		}
 	}
 }

@@ -22,6 +22,9 @@ func (n *Native) Report(r *shard.Report) {
 	if n.mem != nil {
 		r.AddFields("mem.", n.mem.Stats())
 	}
+	if n.tls != nil {
+		r.AddFields("tls.", n.tls.report())
+	}
 }
 
 // addHTTP adds a shard's HTTP counters to its report, the same names on

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -191,11 +192,54 @@ func serveBridge(c *net.TCPConn, conf *tls.Config) {
 		closeConns(c, shardEnd, plain)
 		return
 	}
-	t := &tlsListener{p: &Posix{cfg: PosixConfig{Linger: time.Second}}, conf: conf, timeout: TLSHandshakeTimeout}
-	t.ctx, t.cancel = contextBackground()
-	go t.bridge(c, plain.(*net.UnixConn))
+	go bridge(c, plain.(*net.UnixConn), conf)
 	defer shardEnd.Close()
 	responder(shardEnd)
+}
+
+// bridge is the posix stack's first TLS design: a goroutine per connection
+// runs the handshake over the socket, then copies plaintext both ways
+// between crypto/tls and plain, the shard's socketpair end.
+func bridge(tcp *net.TCPConn, plain *net.UnixConn, conf *tls.Config) {
+	defer closeConns(tcp, plain)
+	tc := tls.Server(tcp, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), TLSHandshakeTimeout)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	up := make(chan struct{})
+	go func() { // requests: client -> shard
+		defer close(up)
+		io.Copy(plain, tc)
+		plain.CloseWrite()
+	}()
+	if _, err := io.Copy(tc, plain); err == nil {
+		tc.CloseWrite()
+		tcp.CloseWrite()
+		tcp.SetReadDeadline(time.Now().Add(time.Second))
+	} else {
+		tcp.Close()
+		plain.Close()
+	}
+	<-up
+}
+
+// fileConn makes a net.Conn of fd and closes fd, which net.FileConn has
+// duplicated.
+func fileConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+func closeConns(cs ...net.Conn) {
+	for _, c := range cs {
+		if c != nil {
+			c.Close()
+		}
+	}
 }
 
 // serveInline drives crypto/tls's record layer from the responder's own loop:
@@ -272,17 +316,4 @@ func (m *memConn) Write(p []byte) (int, error) {
 	}
 	m.out = append(m.out, p...)
 	return len(p), nil
-}
-
-// errWouldBlock is temporary, so crypto/tls keeps its connection usable.
-var errWouldBlock = wouldBlock{}
-
-type wouldBlock struct{}
-
-func (wouldBlock) Error() string   { return "would block" }
-func (wouldBlock) Timeout() bool   { return true }
-func (wouldBlock) Temporary() bool { return true }
-
-func contextBackground() (context.Context, context.CancelFunc) {
-	return context.WithCancel(context.Background())
 }

@@ -31,6 +31,7 @@ type Config struct {
 	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
 	MaxHead   int           // largest response header section accepted (0: 16 KiB)
 	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
+	TLS       TLSConfig     // --tls (tls.go)
 
 	// The SPECweb99 workload (specweb_run.go): Conns paced users in place
 	// of Path, Pipeline and Rate.
@@ -111,6 +112,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Native.validate(c); err != nil {
+		return err
+	}
+	if err := c.TLS.validate(c); err != nil {
 		return err
 	}
 	var lim unix.Rlimit

@@ -42,6 +42,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "specweb99: seed of the users' draws")
 	fs.IntVar(&cfg.FileSet, "file-set", 0, "specweb99: the connections the file set was generated for (specweb gen --conns; 0: --conn)")
 	bindNativeFlags(fs, &cfg.Native)
+	bindTLSFlags(fs, &cfg.TLS)
 	return fs
 }
 

@@ -29,6 +29,7 @@ type Result struct {
 	Shards      []ShardResult `json:"shards"`
 
 	Specweb *SpecwebResult `json:"specweb,omitempty"` // --workload specweb99
+	TLS     *TLSResult     `json:"tls,omitempty"`     // --tls
 }
 
 // ErrorCounts are errors by class.
@@ -178,6 +179,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		e.Non2xx, e.Malformed, e.Oversized, e.Timeout, e.Reset, e.Closed, e.Connect, e.Mismatch)
 	if r.Specweb != nil {
 		r.Specweb.writeText(w)
+	}
+	if r.TLS != nil {
+		r.TLS.writeText(w)
 	}
 	fmt.Fprintf(w, "Requests/sec: %.2f\n", r.ReqPerSec)
 	_, err := fmt.Fprintf(w, "Transfer/sec: %.2f MB\n", r.BytesPerSec/1e6)

@@ -21,6 +21,9 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Native.Enabled {
 		return runNative(cfg)
 	}
+	if cfg.TLS.Enabled {
+		return runTLS(cfg)
+	}
 	sa, family, err := resolve(cfg.Server)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"io"
+	"time"
+
+	"percore/netstack"
+)
+
+// TLS on the native stack: a TLS connection is a nativeConn with a tlsConn.
+// TCP feeds it segments and takes its output as for cleartext; while the
+// handshake runs on its helper, Feed hands the bytes to the helper and
+// Output returns the flights the helper posted; afterwards Feed decrypts
+// into httpd and Output is the ciphertext of httpd's responses, kept until
+// acknowledged. The nativeConn methods branch here when c.tls is set.
+
+// tlsFeed is Feed for a TLS connection.
+func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
+	t := c.tls
+	if c.broken || (!t.est && t.failed()) {
+		return len(p) // the connection is ending: discard
+	}
+	if !t.est {
+		if !t.feedHandshake(p) {
+			c.broken = true
+		}
+		return len(p)
+	}
+	k, err := t.feed(c.hc, p, now)
+	if err != nil {
+		c.tlsFailed(err)
+		return len(p)
+	}
+	if err := t.encrypt(c.hc); err != nil {
+		c.broken = true
+	}
+	if c.hc.Closing() {
+		return len(p)
+	}
+	return k
+}
+
+// tlsFailed handles an error of the record layer: io.EOF is the peer's
+// close_notify (httpd answers what it has, then FIN); anything else broke
+// the connection: the alert crypto/tls queued goes out, then FIN.
+func (c *nativeConn) tlsFailed(err error) {
+	if err != io.EOF {
+		c.broken = true
+		return
+	}
+	c.tls.encrypt(c.hc)
+}
+
+// tlsOutput is Output for a TLS connection: the ciphertext not yet
+// acknowledged.
+func (c *nativeConn) tlsOutput() [][]byte {
+	p := c.tls.pending()
+	if len(p) == 0 {
+		return nil
+	}
+	c.outv[0] = p
+	return c.outv[:]
+}
+
+// tlsAdvance is Advance for a TLS connection: the acknowledged ciphertext
+// is done with, and httpd's output waiting for room is encrypted.
+func (c *nativeConn) tlsAdvance(n int) {
+	t := c.tls
+	t.sent(n)
+	if t.est && !c.broken {
+		if err := t.pump(c.hc, c.now); err != nil {
+			c.tlsFailed(err)
+		}
+	}
+}
+
+// tlsClosing is Closing for a TLS connection: TCP sends FIN after the last
+// record (close_notify, or an alert), or at once for a handshake that
+// failed or that a drain cuts short.
+func (c *nativeConn) tlsClosing() bool {
+	t := c.tls
+	if c.broken {
+		return true
+	}
+	if !t.est {
+		return c.n.drain || t.failed()
+	}
+	return t.notified && c.hc.Pending() == 0
+}
+
+// tlsPeerClosed is PeerClosed for a TLS connection.
+func (c *nativeConn) tlsPeerClosed(now time.Time) {
+	t := c.tls
+	if !t.est {
+		t.peerClosed()
+		return
+	}
+	if c.broken {
+		return
+	}
+	// crypto/tls tells a close at a record boundary from a truncated record.
+	t.eof = true
+	if _, err := t.feed(c.hc, nil, now); err != nil && err != io.EOF {
+		c.tlsFailed(err)
+		return
+	}
+	c.hc.PeerClosed(now)
+	if err := t.encrypt(c.hc); err != nil {
+		c.broken = true
+	}
+}
+
+// tlsReady: the helper posted a flight or finished (on the shard). TCP
+// sends it in the next Poll.
+func (c *nativeConn) tlsReady(now time.Time) {
+	if c.hc == nil {
+		return
+	}
+	if c.tls.est {
+		// What the client sent after its Finished, if anything, then the
+		// responses.
+		if err := c.tls.pump(c.hc, now); err != nil {
+			c.tlsFailed(err)
+		}
+	}
+	c.n.stack.WakeTCP(c.h)
+}
+
+// tlsDrain: the shard drains; close_notify follows the last response.
+func (c *nativeConn) tlsDrain() {
+	t := c.tls
+	if t.est && !c.broken {
+		t.finish = true
+		t.encrypt(c.hc)
+	}
+}
+
+var _ netstack.TCPApp = (*nativeConn)(nil)
