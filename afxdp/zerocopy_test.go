@@ -362,3 +362,21 @@ func TestZeroCopyDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestFillWakesStarvedDriver: Fill, like Release, makes one recvfrom when it
+// gives frames to a driver that asked for them, and none otherwise.
+func TestFillWakesStarvedDriver(t *testing.T) {
+	d := newZCDriver(t, zcCase{name: "fill", hwSize: 1})
+	s := d.s
+	for _, c := range []struct {
+		flag  bool
+		n     int
+		wakes int
+	}{{true, 4, 1}, {false, 4, 0}, {true, 0, 0}} {
+		setFlag(&s.fill, c.flag)
+		s.Fill(c.n)
+		if _, r := d.wakeups(); r != c.wakes {
+			t.Errorf("Fill(%d) with the flag %v: %d recvfrom calls, want %d", c.n, c.flag, r, c.wakes)
+		}
+	}
+}
