@@ -24,8 +24,7 @@ func (s *Socket) Receive(descs []Desc) int {
 		// A zero-copy driver may wait for a wakeup to refill; a busy-polling
 		// socket runs the NAPI poll that fills the rx ring.
 		if s.busyPoll || s.fill.needWakeup() {
-			s.st.rxWakeups++
-			unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+			s.wakeRx()
 		}
 		return 0
 	}
@@ -56,7 +55,8 @@ func (s *Socket) Frame(addr uint64, n int) []byte {
 	return s.umem[addr : addr+uint64(n) : addr+uint64(n)]
 }
 
-// Release gives received frames back to the kernel through the fill ring.
+// Release gives received frames back to the kernel through the fill ring,
+// and wakes the driver if it asked for them.
 func (s *Socket) Release(descs []Desc) {
 	idx, got := s.fill.reserve(uint32(len(descs)))
 	n := uint32(0)
@@ -74,6 +74,24 @@ func (s *Socket) Release(descs []Desc) {
 	}
 	s.fill.cachedProd -= got - n // give back slots taken by bad addresses
 	s.fill.submit(n)
+	s.wakeFill(n)
+}
+
+// wakeFill wakes a driver that asked for fill-ring frames (zero-copy: it
+// found too few to post to the NIC and stopped receiving) once n more are
+// there. Waiting for the rx ring to run empty would leave the NIC without
+// buffers, dropping, while the shard works through its backlog.
+func (s *Socket) wakeFill(n uint32) {
+	if n > 0 && s.fill.needWakeup() {
+		s.wakeRx()
+	}
+}
+
+// wakeRx is one recvfrom: it schedules the driver's NAPI poll, or runs it
+// on a busy-polling socket.
+func (s *Socket) wakeRx() {
+	s.st.rxWakeups++
+	unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 }
 
 // Fill moves up to n frames from the socket's free list to the fill ring
@@ -88,6 +106,7 @@ func (s *Socket) Fill(n int) int {
 		s.free = s.free[:last]
 	}
 	s.fill.submit(got)
+	s.wakeFill(got)
 	return int(got)
 }
 
@@ -158,8 +177,10 @@ func (s *Socket) Transmit(descs []Desc) int {
 const maxKicks = 64
 
 // Kick makes the kernel send what is on the tx ring. Zero-copy: one sendto,
-// only when the driver asked for a wakeup or, busy polling, when frames wait
-// on the tx ring. Copy mode: the kernel sends only a limited number of
+// only while the driver has frames of ours to send or complete, and then
+// only when it asked for a wakeup or the socket busy-polls (the kernel's
+// xdpsock sample does the same): a driver without need-wakeup support keeps
+// the flag set, and an idle shard must not make a call per poll. Copy mode: the kernel sends only a limited number of
 // frames per call (32 by default) and always wants the call, so Kick keeps
 // calling while frames are outstanding, at most maxKicks times. EAGAIN,
 // EBUSY and ENOBUFS are normal backpressure (reap completions and kick again
@@ -167,8 +188,9 @@ const maxKicks = 64
 // example ENETDOWN.
 func (s *Socket) Kick() error {
 	if s.zeroCopy {
-		// A busy-polling socket's sendto runs the NAPI poll that sends.
-		if !s.tx.needWakeup() && !(s.busyPoll && s.tx.outstanding() > 0) {
+		// A busy-polling socket's sendto runs the NAPI poll that sends and
+		// completes.
+		if s.txAwaited() == 0 || !(s.busyPoll || s.tx.needWakeup()) {
 			return nil
 		}
 		return s.kick()
@@ -198,6 +220,12 @@ func (s *Socket) kick() error {
 		return e
 	}
 	return nil
+}
+
+// txAwaited returns how many transmitted frames the kernel has not completed
+// yet: on the tx ring or being sent.
+func (s *Socket) txAwaited() uint64 {
+	return s.st.txFrames - s.st.completed - uint64(s.comp.outstanding())
 }
 
 // TxOutstanding returns how many frames are on the tx ring not yet taken
@@ -243,7 +271,7 @@ type Stats struct {
 	Kicks               uint64 `stat:"count"` // sendto calls
 	KickBusy            uint64 `stat:"count"` // EAGAIN/EBUSY/ENOBUFS answers (normal backpressure)
 	KickErrors          uint64 `stat:"error"` // other errors
-	RxWakeups           uint64 `stat:"count"` // recvfrom calls on an empty rx ring: fill-ring wakeups, busy polls
+	RxWakeups           uint64 `stat:"count"` // recvfrom calls: fill-ring wakeups, busy polls on an empty rx ring
 	FreeFrames          int    `stat:"gauge"` // frames in the free list now
 	FillQueued          int    `stat:"gauge"` // frames on the fill ring, waiting for the kernel
 	RxQueued            int    `stat:"gauge"` // frames on the rx ring, waiting for Receive

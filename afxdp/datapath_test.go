@@ -3,6 +3,8 @@ package afxdp
 import (
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // memSocket is a Socket over plain memory (no fd): the test plays the kernel
@@ -156,9 +158,12 @@ func TestTxRingFullDropsAndCounts(t *testing.T) {
 	}
 }
 
-// TestDataPathAllocs: a full rx -> tx -> complete -> fill cycle allocates nothing.
+// TestDataPathAllocs: a full rx -> tx -> complete -> fill cycle allocates
+// nothing, with the need-wakeup flags set so that the wakeups run too.
 func TestDataPathAllocs(t *testing.T) {
 	s := memSocket(t, 64)
+	s.fill.flags.Store(unix.XDP_RING_NEED_WAKEUP)
+	s.tx.flags.Store(unix.XDP_RING_NEED_WAKEUP)
 	rx := make([]Desc, 16)
 	tx := make([]Desc, 16)
 	in := make([]Desc, 16)
@@ -181,6 +186,9 @@ func TestDataPathAllocs(t *testing.T) {
 	}
 	if s.st.rxFrames == 0 || s.st.txFrames != s.st.rxFrames || s.FreeFrames() != 64 {
 		t.Fatalf("rx %d tx %d free %d", s.st.rxFrames, s.st.txFrames, s.FreeFrames())
+	}
+	if s.st.kicks == 0 || s.st.rxWakeups == 0 {
+		t.Fatalf("%d kicks, %d rx wakeups: the wakeups did not run", s.st.kicks, s.st.rxWakeups)
 	}
 }
 

@@ -43,7 +43,8 @@ type Config struct {
 // another, except Fd. Frame memory is valid until Close.
 //
 // Frame ownership: every UMEM frame is at any time either in the fill ring or
-// the rx ring (the kernel's), held by the caller (between Receive and
+// the rx ring (the kernel's; in zero-copy, also posted to the NIC, on no
+// ring at all, between the two), held by the caller (between Receive and
 // Release/Transmit, or between AllocTx and Transmit/FreeTx), in the tx or
 // completion ring (the kernel's), or in the socket's free list.
 type Socket struct {
@@ -200,18 +201,24 @@ func (s *Socket) setup(c Config) error {
 	// kernel lets us raise it, 6.16+); best effort.
 	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.RingSize)
 
-	// Rx frames go to the fill ring, tx frames to the free list.
-	rxFrames := c.FrameCount - c.TxFrames
-	s.free = make([]uint64, 0, c.FrameCount)
-	for i := c.FrameCount - 1; i >= rxFrames; i-- {
-		s.free = append(s.free, uint64(i)*uint64(c.FrameSize))
+	s.stock(c.FrameCount, c.TxFrames)
+	return nil
+}
+
+// stock shares out the UMEM's count chunks: the first count-tx go to
+// the fill ring for the kernel to receive into, the rest to the free list
+// for transmit.
+func (s *Socket) stock(count, tx int) {
+	rxFrames := count - tx
+	s.free = make([]uint64, 0, count)
+	for i := count - 1; i >= rxFrames; i-- {
+		s.free = append(s.free, uint64(i)*uint64(s.frameSize))
 	}
 	idx, got := s.fill.reserve(uint32(rxFrames))
 	for i := uint32(0); i < got; i++ {
-		s.fill.addrs[(idx+i)&s.fill.mask] = uint64(i) * uint64(c.FrameSize)
+		s.fill.addrs[(idx+i)&s.fill.mask] = uint64(i) * uint64(s.frameSize)
 	}
 	s.fill.submit(got)
-	return nil
 }
 
 func (s *Socket) bind(c Config) error {

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# forward-vs-queues.sh: the cost of software forwarding. The same httpd with
-# two shards (--smp 2) serves on a one-queue veth pair (shard 0 owns the
-# queue and hands shard 1 its flows over rings: --rss auto forwards) and on
-# a two-queue pair (one queue each), and, as what one queue does without
-# forwarding, with one shard on the one-queue pair; the same wrk, keep-alive
-# and pipelined x16. Rounds interleave the three; the table gives medians of
-# req/s, whole-machine CPU-µs per request and the server's own CPU-µs per
-# request, with the ratios to two queues; then the forwarding counters of
-# the last forwarding run (frames copied into the rings). CPU 0 and CPU 1
-# are each CPU's busy time per request (shard 0 owns the one queue and
-# sends every shard's frames: in copy mode the kernel's transmit, one skb a
-# frame, runs in its sendto, on CPU 0).
+# forward-vs-queues.sh: the cost of software forwarding, and of several
+# queues per shard. The same httpd with two shards (--smp 2) serves on a
+# one-queue veth pair (shard 0 owns the queue and hands shard 1 its flows
+# over rings: --rss auto forwards) and on a two-queue pair (one queue each),
+# and, as what one queue does without forwarding, with one shard on the
+# one-queue pair; with one shard on the two-queue pair (--rss queues: the
+# shard polls both queues) against one shard on one queue, what a second
+# queue costs a shard. The same wrk, keep-alive and pipelined x16. Rounds
+# interleave the setups; the table gives medians of req/s, whole-machine
+# CPU-µs per request and the server's own CPU-µs per request, with the
+# ratios to the first setup; then the forwarding counters of the last
+# forwarding run (frames copied into the rings), and for the one-shard
+# setups the data path's calls per request (last run). CPU 0 and CPU 1 are
+# each CPU's busy time per request (shard 0 owns the one queue and sends
+# every shard's frames: in copy mode the kernel's transmit, one skb a frame,
+# runs in its sendto, on CPU 0; one shard runs on CPU 1).
 #
 #   sudo bench/forward-vs-queues.sh
 #   sudo ROUNDS=5 DURATION=5s bench/forward-vs-queues.sh
+#   sudo SETUPS="1:1 2:1" bench/forward-vs-queues.sh   # queues per shard only
+#
+# SETUPS lists QUEUES:SHARDS pairs [2:2 1:2 1:1 2:1]; ratios are to the first.
 #
 # Lab: namespaces named with this script's pid, two veth pairs (198.19.x.0/24
 # each, removed on exit), the client ends' tx offloads off and
@@ -26,6 +33,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
+SETUPS=${SETUPS:-2:2 1:2 1:1 2:1}
 
 [[ $(id -u) == 0 ]] || { echo "forward-vs-queues: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
 for tool in wrk ip ethtool curl go; do
@@ -73,10 +81,11 @@ in_cli() { ip netns exec "$cli" "$@"; }
 # serve QUEUES SHARDS: httpd --smp SHARDS on the pair with QUEUES queues;
 # sets pid, url.
 serve() {
-	local cpus=0,1
+	local cpus=0,1 rss=auto
 	[[ $2 == 2 ]] || cpus=1
+	((${1} <= ${2})) || rss=queues
 	ip netns exec "$srv" "$dir/httpd" --network-stack native --iface "${ifs[$1]}" --host-ipv4-addr "${nets[$1]}.1" \
-		--smp "$2" --cpuset "$cpus" --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
+		--smp "$2" --cpuset "$cpus" --rss "$rss" --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
 	pid=$!
 	url=http://${nets[$1]}.1:8080/
 	for _ in $(seq 100); do
@@ -111,7 +120,7 @@ one() {
 	out=$(in_cli wrk "${args[@]}" -d"$DURATION" "$url" -- "${load#x}")
 	b1=$(busy) c01=$(cpubusy 0) c11=$(cpubusy 1)
 	p1=$(proccpu "$pid")
-	[[ $1$2 != 12 ]] || ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$load" 2>/dev/null || true
+	ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$1$2-$load" 2>/dev/null || true
 	stop
 	reqs=$(awk '/requests in/{print $1}' <<<"$out")
 	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -129,34 +138,51 @@ one() {
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
 	for load in x1 x16; do
-		one 2 2 "$load"
-		one 1 2 "$load"
-		one 1 1 "$load"
+		for setup in $SETUPS; do
+			one "${setup%:*}" "${setup#*:}" "$load"
+		done
 	done
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 echo
 echo "load average before the run: $load0; $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + work tree')"
-echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, GET / (5 bytes), $ROUNDS interleaved rounds, medians; ratios to 2 queues"
+name() { sed 's/^2 2$/2 queues, --smp 2/; s/^1 2$/1 queue, --smp 2 (forward)/; s/^1 1$/1 queue, --smp 1/; s/^2 1$/2 queues, --smp 1 (--rss queues)/' <<<"$1"; }
+base=${SETUPS%% *} base=${base/:/ }
+echo "wrk -t$THREADS -c$CONNS -d$DURATION from the client namespace, GET / (5 bytes), $ROUNDS interleaved rounds, medians; ratios to $(name "$base")"
 echo
 echo "| load | setup | req/s | ratio | CPU-µs/req | ratio | server CPU-µs/req | ratio | CPU 0 µs/req | CPU 1 µs/req |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for load in x1 x16; do
 	label="c$CONNS"
 	[[ $load == x1 ]] || label+=" pipelined $load"
-	rq=$(median <<<"${rps[2 2 $load]}") cq=$(median <<<"${cpu[2 2 $load]}") oq=$(median <<<"${own[2 2 $load]}")
-	for setup in "2 2" "1 2" "1 1"; do
+	rq=$(median <<<"${rps[$base $load]}") cq=$(median <<<"${cpu[$base $load]}") oq=$(median <<<"${own[$base $load]}")
+	for setup in $SETUPS; do
+		setup=${setup/:/ }
 		r1=$(median <<<"${rps[$setup $load]}") c1=$(median <<<"${cpu[$setup $load]}") o1=$(median <<<"${own[$setup $load]}")
-		name=$(sed 's/^2 2$/2 queues, --smp 2/; s/^1 2$/1 queue, --smp 2 (forward)/; s/^1 1$/1 queue, --smp 1/' <<<"$setup")
-		printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$name" "$r1" "$(ratio "$r1" "$rq")" \
+		printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$(name "$setup")" "$r1" "$(ratio "$r1" "$rq")" \
 			"$c1" "$(ratio "$c1" "$cq")" "$o1" "$(ratio "$o1" "$oq")" \
 			"$(median <<<"${cpu0[$setup $load]}")" "$(median <<<"${cpu1[$setup $load]}")"
 	done
 done
 for load in x1 x16; do
-	[[ -s $dir/metrics-$load ]] || continue
+	[[ -s $dir/metrics-12-$load ]] || continue
 	echo
 	echo "forwarding counters, last forwarding $load run (cumulative since start, warm-up included):"
-	grep -E '^percore_native_fwd_|^percore_http_requests' "$dir/metrics-$load" | grep -v '^#' || true
+	grep -E '^percore_native_fwd_|^percore_http_requests' "$dir/metrics-12-$load" | grep -v '^#' || true
+done
+# Where a second queue's cost goes: the data path's calls per request in
+# the last run of each one-shard setup (counters summed over queues).
+calls='xsk_rx_batches|xsk_rx_frames|xsk_tx_batches|xsk_kicks|xsk_rx_wakeups|native_wakeups|ip_polls'
+for load in x1 x16; do
+	for setup in 1:1 2:1; do
+		f=$dir/metrics-${setup/:/}-$load
+		[[ -s $f ]] || continue
+		echo
+		echo "$(name "${setup/:/ }"), $load, last run, per request (warm-up included):"
+		awk -v re="^percore_($calls)_total" '
+			/^percore_http_requests_total/ {req += $NF}
+			$1 ~ re {split($1, n, "{"); v[n[1]] += $NF}
+			END {for (k in v) printf "  %s %.3f\n", k, v[k] / req}' "$f" | sort
+	done
 done

@@ -296,9 +296,10 @@ func (d *Device) check() error {
 		return fmt.Errorf("native: read the rx queue count of %s: %w", c.Iface, err)
 	}
 	d.rxq = nq
-	// Forwarding serves a server's flows; a client's shards would have to
-	// pick source ports whose replies hash to them (Device.FlowShard).
-	if nq < c.Queues && (c.PortLo != 0 || c.RSS != RSSAuto && c.RSS != RSSForward) {
+	// Fewer queues than shards: forwarding, for a server's flows and a
+	// client's alike (a client's shards pick source ports whose replies
+	// forwarding gives them: Device.FlowShard).
+	if nq < c.Queues && c.RSS != RSSAuto && c.RSS != RSSForward {
 		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
 	if c.PortLo != 0 {

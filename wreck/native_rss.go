@@ -3,6 +3,9 @@ package wreck
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"percore/native"
+	"percore/netstack"
 )
 
 // Receive-side scaling on a real NIC: the NIC hashes each received TCP/IPv4
@@ -51,4 +54,32 @@ func rssPortFilter(key []byte, table, queues, queue int, server netip.AddrPort, 
 	return func(port uint16) bool {
 		return rssQueue(key, table, queues, server, netip.AddrPortFrom(local, port)) == queue
 	}
+}
+
+// Software forwarding (fewer rx queues than shards): the shards that own a
+// queue hash each reply's flow and hand it to the shard that flow belongs
+// to (native.Device.FlowShard). Each shard then takes source ports from the
+// whole range, keeping those whose replies forwarding gives it, whatever
+// queue the NIC puts them on; the hash replaces any --rss-key filter.
+
+// forwarded sets tc's ports and filter for shard when dev forwards; it
+// leaves tc alone when it does not.
+func forwarded(dev *native.Device, shard int, server netip.AddrPort, n *NativeConfig, tc *netstack.TCPConfig) {
+	local := netip.AddrPortFrom(n.Addr, n.PortLo)
+	if dev.FlowShard(server, local) < 0 {
+		return
+	}
+	tc.PortLo, tc.PortHi = n.PortLo, n.PortHi
+	tc.PortFilter = func(port uint16) bool {
+		return dev.FlowShard(server, netip.AddrPortFrom(n.Addr, port)) == shard
+	}
+}
+
+// openQueue opens shard id's queue: its own rx queue, or, forwarded and
+// owning none, the stack the queues' owners forward to.
+func openQueue(dev *native.Device, id int, qc native.QueueConfig) (*native.Queue, error) {
+	if len(dev.Owned(id)) == 0 {
+		return dev.NewForwarded(id, qc)
+	}
+	return dev.NewQueue(id, qc)
 }

@@ -117,10 +117,11 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 	if len(n.RSSKey) > 0 {
 		tc.PortFilter = rssPortFilter(n.RSSKey, n.RSSTable, a.cfg.SMP, d.id, server, n.Addr)
 	}
+	forwarded(dev, d.id, server, n, &tc)
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
 	d.cl = newNClient(a, dst, server.Port(), req, seqOff)
 	var err error
-	if d.q, err = dev.NewQueue(d.id, native.QueueConfig{TCP: tc, App: d.cl}); err != nil {
+	if d.q, err = openQueue(dev, d.id, native.QueueConfig{TCP: tc, App: d.cl}); err != nil {
 		return d, fmt.Errorf("shard %d: %w", d.id, err)
 	}
 	d.cl.use(d.q.Stack(), d.q.Link())
