@@ -33,6 +33,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.Var((*headerList)(&cfg.Headers), "header", "extra request header `Name: value` (repeatable)")
 	fs.BoolVar(&cfg.KeepAlive, "keepalive", cfg.KeepAlive, "keep connections open; false: one connection per request, latency from connect start (connection rate)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: total requests per second, latency from the intended send time (0: closed loop)")
+	fs.Float64Var(&cfg.ConnectRate, "connect-rate", 0, "open at most this many connections a second in total, reconnects included (0: all at once)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per request and per connect")
 	fs.BoolVar(&cfg.CheckSeq, "check-seq", false, "send X-Wreck-Seq and require the server to echo it, in order")
 	fs.IntVar(&cfg.MaxHead, "max-head", defaultMaxHead, "largest response header section accepted, bytes")

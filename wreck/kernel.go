@@ -24,12 +24,14 @@ type kclient struct {
 	sa     unix.Sockaddr // this shard's own copy: connect(2) writes into it
 	family int
 
-	conns   []conn
-	rbuf    []byte // read buffer shared by this shard's conns
-	reqLen  int
-	seqOff  int     // offset of the sequence digits in a request; -1 without CheckSeq
-	pending []int32 // conns to (re)connect or refill after this batch of events
-	closed  bool    // every socket closed: the run is over
+	conns     []conn
+	rbuf      []byte // read buffer shared by this shard's conns
+	reqLen    int
+	seqOff    int     // offset of the sequence digits in a request; -1 without CheckSeq
+	pending   []int32 // conns to (re)connect or refill after this batch of events
+	paced     []int32 // idle conns waiting for --connect-rate, oldest first from pacedHead
+	pacedHead int
+	closed    bool // every socket closed: the run is over
 }
 
 // newKClient builds a's connections to sa on shard sh and registers them
@@ -41,6 +43,7 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		rbuf:   make([]byte, readBuf),
 		reqLen: len(req), seqOff: seqOff,
 		pending: make([]int32, 0, a.slots),
+		paced:   make([]int32, 0, a.slots),
 	}
 	k := a.cfg.Pipeline
 	shared := make([]byte, 0, k*len(req))
@@ -83,6 +86,7 @@ func (s *kclient) Poll(now time.Time) bool {
 		s.closeConns()
 		return false
 	}
+	s.runPaced()
 	s.runPending()
 	if s.rate {
 		s.dispatch()
@@ -141,6 +145,25 @@ func (s *kclient) runPending() {
 	}
 }
 
+// runPaced connects the conns that waited for --connect-rate, as far as it
+// allows now.
+func (s *kclient) runPaced() {
+	for s.pacedHead < len(s.paced) && s.mayConnect() {
+		c := &s.conns[s.paced[s.pacedHead]]
+		s.pacedHead++
+		c.paced = false
+		if c.state == cIdle {
+			s.dial(c)
+		}
+	}
+	if s.pacedHead > 0 && s.pacedHead >= cap(s.paced)/2 {
+		// Reclaim the taken half, so that appends stay within the
+		// capacity (every slot is on the list at most once).
+		n := copy(s.paced, s.paced[s.pacedHead:])
+		s.paced, s.pacedHead = s.paced[:n], 0
+	}
+}
+
 // event handles one epoll event for c.
 func (s *kclient) event(c *conn, ev uint32) {
 	gen := c.gen
@@ -172,8 +195,9 @@ func (s *kclient) event(c *conn, ev uint32) {
 // tick enforces timeouts and back-offs, and retunes the nap.
 func (s *kclient) tick() {
 	timeout := int64(s.cfg.Timeout)
-	for i := range s.conns {
-		c := &s.conns[i]
+	from, n := s.tickSlots()
+	for k := range n {
+		c := &s.conns[(from+k)%len(s.conns)]
 		switch c.state {
 		case cOpen:
 			if c.n > 0 && s.now-c.sent[c.head] > timeout {

@@ -25,7 +25,7 @@ type NativeConfig struct {
 	Gateway netip.Addr       // invalid: none (--gw-ipv4-addr)
 	Netns   string           // named network namespace the shards (and the XDP attach) enter (--netns); "": the process's
 	XDPMode afxdp.AttachMode // (--xdp-mode)
-	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames)
+	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames); 0: sized for the shard's connections
 
 	// Source ports: PortLo..PortHi in all, split into one contiguous range
 	// per shard (veth: a flow sent on tx queue q comes back on rx queue q,
@@ -64,7 +64,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		n.XDPMode, err = afxdp.ParseAttachMode(s)
 		return err
 	})
-	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default 4096)")
+	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default: sized for the shard's share of --conn)")
 	fs.Func("source-ports", "native: source port range `LO-HI`, split over the shards, or shared with --rss-key (default 32768-60999)", func(s string) error {
 		lo, hi, ok := strings.Cut(s, "-")
 		a, err1 := strconv.ParseUint(lo, 10, 16)
@@ -140,9 +140,6 @@ func (n *NativeConfig) validate(c *Config) error {
 	if n.PortLo == 0 {
 		n.PortLo, n.PortHi = 32768, 60999
 	}
-	if n.Frames == 0 {
-		n.Frames = 4096
-	}
 	if n.RSSTable == 0 {
 		n.RSSTable = 128
 	}
@@ -155,7 +152,7 @@ func (n *NativeConfig) validate(c *Config) error {
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
 	case n.RSSTable < 1:
 		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
-	case n.Frames < 64 || n.Frames&(n.Frames-1) != 0:
+	case n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0):
 		return fmt.Errorf("--xdp-frames %d: want a power of two, at least 64", n.Frames)
 	}
 	if _, err := serverAddr(c.Server); err != nil {

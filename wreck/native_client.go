@@ -31,6 +31,7 @@ type nclient struct {
 	connecting []int32 // slots whose handshake is under way
 	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
 	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	paced      bool    // slots wait on retry for --connect-rate: its timer wakes the shard
 	woke       bool    // a connection was woken outside Stack.Poll: poll again before sleeping
 	down       bool    // the run is over and every connection reset
 	seqOff     int
@@ -169,8 +170,13 @@ func (c *nclient) Before(now time.Time) {
 		s.begin()
 		c.begin()
 	}
+	c.paced = false
 	for len(c.retry) > 0 && !s.finished {
 		nc := &c.conns[c.retry[len(c.retry)-1]]
+		if nc.state == cIdle && !nc.live && !s.mayConnect() {
+			c.paced = true
+			break
+		}
 		c.retry = c.retry[:len(c.retry)-1]
 		nc.queued = false
 		if nc.state == cIdle && !nc.live {
@@ -201,7 +207,7 @@ func (c *nclient) After(now time.Time) bool {
 		c.shutdown(now)
 		return false
 	}
-	busy := len(c.retry) > 0 || len(c.aborts) > 0 || c.woke
+	busy := (len(c.retry) > 0 && !c.paced) || len(c.aborts) > 0 || c.woke
 	if s.rate && !s.saturated && s.room() && s.rqN > 0 {
 		busy = true // given-back requests wait for a slot: dispatch again
 	}
@@ -253,7 +259,7 @@ func (c *nclient) checkConnecting() {
 func (c *nclient) connected(nc *nconn) {
 	s := c.acct
 	nc.state = cOpen
-	s.cnt.Connects++
+	s.recordConnect(nc.since)
 	nc.p.reset()
 	nc.carry = nc.carry[:0]
 	nc.seqWant = nc.seqSent
@@ -575,8 +581,9 @@ func (c *nclient) tick() {
 	s := c.acct
 	c.nowT = at(s.now)
 	timeout := int64(c.cfg.Timeout)
-	for i := range c.conns {
-		nc := &c.conns[i]
+	from, n := s.tickSlots()
+	for k := range n {
+		nc := &c.conns[(from+k)%len(c.conns)]
 		switch {
 		case nc.state == cWait:
 			if s.now >= nc.wakeAt {

@@ -20,7 +20,7 @@ func TestNativeFlags(t *testing.T) {
 	if !n.Enabled || n.Iface != "veth0" || n.Addr != netip.MustParseAddr("198.18.0.3") || n.Gateway != netip.MustParseAddr("198.18.0.254") {
 		t.Errorf("native config %+v", n)
 	}
-	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 4096 || n.RSSTable != 128 {
+	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 0 || n.RSSTable != 128 {
 		t.Errorf("defaults: netmask %v frames %d rss table %d", n.Netmask, n.Frames, n.RSSTable)
 	}
 	if lo, hi := n.shardPorts(0, 2); lo != 40000 || hi != 40499 {

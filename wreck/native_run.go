@@ -104,7 +104,7 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 	d := &nshard{id: sh.ID}
 	lo, hi := n.shardPorts(d.id, a.cfg.SMP)
 	tc := netstack.TCPConfig{
-		MaxConns: max(4096, 4*a.slots),
+		MaxConns: clientTableSize(a.slots),
 		Seed:     seed,
 		PortLo:   lo, PortHi: hi,
 	}
@@ -118,10 +118,19 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 		return d, fmt.Errorf("shard %d: %w", d.id, err)
 	}
 	d.cl.use(d.q.Stack(), d.q.Link())
+	if a.cfg.Progress != nil {
+		fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, d.q.Describe())
+	}
 	sh.AddStopper(d)
 	a.attach(sh, d.cl.tick)
 	return d, d.q.Register(sh)
 }
+
+// clientTableSize is the TCP table of a shard with slots connections: one
+// TCB a slot and as many again for connections closing or in TIME-WAIT (the
+// oldest of which TCP recycles when the table is full). The queue's UMEM
+// and rings follow it (native.SizeFor).
+func clientTableSize(slots int) int { return max(4096, 2*slots) }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {

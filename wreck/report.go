@@ -25,6 +25,8 @@ type Result struct {
 	Connects    uint64        `json:"connects"`
 	Errors      ErrorCounts   `json:"errors"`
 	Latency     Latency       `json:"latency_us"`
+	Connect     Latency       `json:"connect_us"` // connect start (after any --connect-rate wait) to established
+	ConnectRate float64       `json:"connect_rate,omitempty"`
 	SendLag     *Latency      `json:"send_lag_us,omitempty"` // --rate: how late requests left against their intended time
 	Shards      []ShardResult `json:"shards"`
 
@@ -96,10 +98,10 @@ func (r *run) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Server: cfg.Server, SMP: cfg.SMP, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
-		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate,
+		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate, ConnectRate: cfg.ConnectRate,
 	}
 	var total Counters
-	hist := newHist()
+	hist, conn := newHist(), newHist()
 	var lag *hdrhistogram.Histogram
 	if cfg.Rate > 0 {
 		lag = newHist()
@@ -108,6 +110,7 @@ func (r *run) result() *Result {
 	for i, s := range r.accts {
 		total.add(&s.cnt)
 		hist.Merge(s.hist)
+		conn.Merge(s.conn)
 		if lag != nil {
 			lag.Merge(s.lag)
 		}
@@ -130,6 +133,7 @@ func (r *run) result() *Result {
 	}
 	res.Errors = errorCounts(&total)
 	res.Latency = latency(hist)
+	res.Connect = latency(conn)
 	if lag != nil {
 		l := latency(lag)
 		res.SendLag = &l
@@ -162,6 +166,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	l := r.Latency
 	fmt.Fprintf(w, "  latency us  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 		l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
+	c := r.Connect
+	fmt.Fprintf(w, "  connect us  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f", c.P50, c.P99, c.P999, c.Max)
+	if r.ConnectRate > 0 {
+		fmt.Fprintf(w, "  (paced at %.0f/s)", r.ConnectRate)
+	}
+	fmt.Fprintln(w)
 	if r.SendLag != nil {
 		l := r.SendLag
 		fmt.Fprintf(w, "  send lag us  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (sent after the intended time: the client's own delay, inside latency)\n",

@@ -25,6 +25,9 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := raiseFileLimit(uint64(cfg.Conns) + fileSlack); err != nil {
+		return nil, err
+	}
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	r := newRun(&cfg)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {

@@ -1,0 +1,100 @@
+package wreck
+
+import (
+	"testing"
+	"time"
+)
+
+// TestNativeClientConnectRate: 50 connections at 1,000 connects a second
+// open one a millisecond on the fake clock, each then serving requests; the
+// connect times are recorded once each.
+func TestNativeClientConnectRate(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ConnectRate = 1000
+	p := newNCPair(t, cfg, 50, -1)
+	p.runFor(20*time.Millisecond + 5*time.Microsecond)
+	if c := p.acct.cnt.Connects; c < 19 || c > 21 {
+		t.Errorf("%d connects after 20 ms at 1,000/s, want 20 (+-1 for the handshake in flight)", c)
+	}
+	p.runFor(50 * time.Millisecond)
+	c := &p.acct.cnt
+	if c.Connects != 50 || p.ep.accepted != 50 || c.failures() != 0 {
+		t.Errorf("%d connects, server accepted %d, errors %v: want 50 and none", c.Connects, p.ep.accepted, c.Errors)
+	}
+	if c.Responses == 0 {
+		t.Error("no responses: paced connections must carry requests")
+	}
+	if n := p.acct.conn.TotalCount(); n != 50 {
+		t.Errorf("%d connect times recorded, want 50", n)
+	}
+}
+
+// TestRunConnectRate: the kernel client paces its connects too (the budget
+// may be done before the last slot's turn), and reports their times.
+func TestRunConnectRate(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs, cfg.ConnectRate = 5, 500, 200
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	if r.Connects < 1 || r.Connects > 5 || r.Requests != 500 {
+		t.Fatalf("%d connects, %d requests, want 1-5 and 500", r.Connects, r.Requests)
+	}
+	if r.Connect.P50 <= 0 || r.Connect.Max < r.Connect.P50 || r.ConnectRate != 200 {
+		t.Errorf("connect times %+v, rate %v: want them reported", r.Connect, r.ConnectRate)
+	}
+}
+
+func TestMayConnect(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SMP, cfg.ConnectRate = 2, 1000 // 500 a second on each shard: one every 2 ms
+	a := newAcct(0, &cfg, 10, -1)
+	a.begun = true
+	took := 0
+	for ms := range 10 {
+		a.now = int64(ms) * int64(time.Millisecond)
+		for a.mayConnect() {
+			took++
+		}
+	}
+	if took != 5 {
+		t.Errorf("%d connects in 9 ms at one per 2 ms, want 5 (at 0, 2, 4, 6, 8 ms)", took)
+	}
+	cfg.ConnectRate = 0
+	b := newAcct(0, &cfg, 10, -1)
+	for range 100 {
+		if !b.mayConnect() {
+			t.Fatal("unpaced: a connect was held back")
+		}
+	}
+}
+
+func TestTickSlots(t *testing.T) {
+	small := &acct{slots: sweepAll}
+	if from, n := small.tickSlots(); from != 0 || n != sweepAll {
+		t.Errorf("small shard: %d+%d, want every slot each tick", from, n)
+	}
+	big := &acct{slots: 100001}
+	seen := make([]int, big.slots)
+	for range sweepTicks {
+		from, n := big.tickSlots()
+		for k := range n {
+			seen[(from+k)%big.slots]++
+		}
+	}
+	for i, v := range seen {
+		if v == 0 {
+			t.Fatalf("slot %d not checked in %d ticks", i, sweepTicks)
+		}
+	}
+}
+
+func TestParseConnectRate(t *testing.T) {
+	cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--connect-rate", "5000"})
+	if err != nil || cfg.ConnectRate != 5000 {
+		t.Fatalf("--connect-rate 5000: %v, %v", cfg.ConnectRate, err)
+	}
+	if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--connect-rate", "10", "--keepalive=false"}); err == nil {
+		t.Error("--connect-rate with one-shot connections: want an error")
+	}
+}
