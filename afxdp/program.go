@@ -45,10 +45,11 @@ func (m AttachMode) String() string {
 
 // ProgramConfig describes the steering program.
 type ProgramConfig struct {
-	IP        netip.Addr // percore's IPv4 address; frames for others go to the kernel
-	Ports     []uint16   // local TCP ports to steer at start (listen ports)
-	MaxQueues int        // XSKMAP entries [64]
-	MaxPorts  int        // port map entries [1024]
+	IP        netip.Addr   // percore's IPv4 address; frames for others go to the kernel
+	Aliases   []netip.Addr // more IPv4 addresses of ours, steered as IP is
+	Ports     []uint16     // local TCP ports to steer at start (listen ports)
+	MaxQueues int          // XSKMAP entries [64]
+	MaxPorts  int          // port map entries [1024]
 
 	// AllTCP steers every TCP segment to IP, whatever its port, so the
 	// stack answers a closed port with a RST as a host does (RFC 9293
@@ -62,10 +63,11 @@ type ProgramConfig struct {
 //
 //	xsks   XSKMAP  rx queue -> socket
 //	ports  hash    TCP local port (network order) -> 1
-//	config array   [0] = our IPv4 (network order)
+//	addrs  hash    our IPv4 addresses (network order) -> 1
 //
-// It redirects ARP whose target is our IP, and IPv4 ICMP and TCP (to a port in
-// ports, or any non-first fragment; any TCP with AllTCP) to our IP;
+// It redirects ARP whose target is one of our addresses, and IPv4 ICMP and
+// TCP (to a port in ports, or any non-first fragment; any TCP with AllTCP)
+// to one of them;
 // everything else is XDP_PASS.
 // A frame that should be redirected but has no socket on its queue is passed
 // to the kernel too (bpf_redirect_map's fallback action), so an unbound queue
@@ -74,10 +76,10 @@ type ProgramConfig struct {
 // One Program serves all queues of one interface; it is set up by the
 // process before the shards start and closed after they stop.
 type Program struct {
-	prog                *ebpf.Program
-	xsks, ports, config *ebpf.Map
-	link                link.Link
-	iface               string
+	prog               *ebpf.Program
+	xsks, ports, addrs *ebpf.Map
+	link               link.Link
+	iface              string
 }
 
 // XDP actions.
@@ -113,11 +115,19 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 	if p.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_ports", Type: ebpf.Hash, KeySize: 2, ValueSize: 1, MaxEntries: uint32(c.MaxPorts)}); err != nil {
 		return nil, bpfErr("create port map", err)
 	}
-	if p.config, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_cfg", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
-		return nil, bpfErr("create config map", err)
+	if p.addrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_addrs", Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: uint32(1 + maxAliases)}); err != nil {
+		return nil, bpfErr("create address map", err)
+	}
+	if len(c.Aliases) > maxAliases {
+		return nil, fmt.Errorf("afxdp: %d aliases, at most %d", len(c.Aliases), maxAliases)
 	}
 	if err = p.SetIP(c.IP); err != nil {
 		return nil, err
+	}
+	for _, a := range c.Aliases {
+		if err = p.addIP(a); err != nil {
+			return nil, err
+		}
 	}
 	for _, port := range c.Ports {
 		if err = p.AllowPort(port); err != nil {
@@ -128,7 +138,7 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 		Name:         "percore_steer",
 		Type:         ebpf.XDP,
 		License:      "Dual BSD/GPL",
-		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD(), c.AllTCP),
+		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.addrs.FD(), c.AllTCP),
 	}); err != nil {
 		return nil, bpfErr("load xdp program", err)
 	}
@@ -141,28 +151,34 @@ func be16(v uint16) int32 {
 	return int32(binary.NativeEndian.Uint16(binary.BigEndian.AppendUint16(nil, v)))
 }
 
+// maxAliases bounds ProgramConfig.Aliases (the address map's size).
+const maxAliases = 255
+
+// ours looks the IPv4 address at packet offset off (bounds checked by the
+// caller) up in the address map: not ours -> pass. It clobbers r0-r5.
+func ours(addrs int, off int16) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
+		asm.StoreMem(asm.RFP, -4, asm.R4, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, addrs),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+	}
+}
+
 // steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
-// data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
-// bounds check against data_end, as the verifier demands. With allTCP the
-// port lookup is left out (the verifier refuses unreachable code).
-func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
+// data_end. Every packet load is preceded by a bounds check against
+// data_end, as the verifier demands. With allTCP the port lookup is left
+// out (the verifier refuses unreachable code).
+func steerInsns(xsks, ports, addrs int, allTCP bool) asm.Instructions {
 	const (
 		ethLen  = 14
 		ipv4Min = 20
 	)
 	head := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
-
-		// r9 = config[0] (our IP); unset -> pass.
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, config),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.LoadMem(asm.R9, asm.R0, 0, asm.Word),
-		asm.JEq.Imm(asm.R9, 0, "pass"),
-
 		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // xdp_md.data
 		asm.LoadMem(asm.R8, asm.R6, 4, asm.Word), // xdp_md.data_end
 
@@ -174,18 +190,19 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.JEq.Imm(asm.R3, be16(0x0806), "arp"),
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
 
-		// IPv4: version 4, IHL >= 5, destination is ours.
+		// IPv4: destination is ours, version 4, IHL >= 5.
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, ethLen+ipv4Min),
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
+	}
+	head = append(head, ours(addrs, ethLen+16)...)
+	head = append(head, asm.Instructions{
 		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte),
 		asm.Mov.Reg(asm.R4, asm.R3),
 		asm.RSh.Imm(asm.R4, 4),
 		asm.JNE.Imm(asm.R4, 4, "pass"),
 		asm.And.Imm(asm.R3, 0x0f),
 		asm.JLT.Imm(asm.R3, 5, "pass"),
-		asm.LoadMem(asm.R4, asm.R7, ethLen+16, asm.Word),
-		asm.JNE.Reg(asm.R4, asm.R9, "pass"),
 		asm.LoadMem(asm.R4, asm.R7, ethLen+9, asm.Byte), // protocol
 		asm.JEq.Imm(asm.R4, unix.IPPROTO_ICMP, "redirect"),
 		asm.JNE.Imm(asm.R4, unix.IPPROTO_TCP, "pass"),
@@ -193,7 +210,7 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.LoadMem(asm.R4, asm.R7, ethLen+6, asm.Half),
 		asm.And.Imm(asm.R4, be16(0x1fff)),
 		asm.JNE.Imm(asm.R4, 0, "redirect"),
-	}
+	}...)
 	portCheck := asm.Instructions{
 		// TCP destination port at ethLen + IHL*4 + 2 must be in ports.
 		asm.LSh.Imm(asm.R3, 2),
@@ -221,9 +238,9 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
 		asm.LoadMem(asm.R3, asm.R7, ethLen+2, asm.Half),
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
-		asm.LoadMem(asm.R3, asm.R7, ethLen+24, asm.Word),
-		asm.JNE.Reg(asm.R3, asm.R9, "pass"),
-
+	}
+	tail = append(tail, ours(addrs, ethLen+24)...)
+	tail = append(tail, asm.Instructions{
 		// bpf_redirect_map(xsks, rx_queue_index, XDP_PASS): no socket -> pass.
 		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("redirect"),
 		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word), // xdp_md.rx_queue_index
@@ -233,15 +250,33 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 		asm.Return(),
-	}
+	}...)
 	return append(append(head, portCheck...), tail...)
 }
 
-// SetIP changes the IPv4 address the program steers.
+// SetIP makes ip the one IPv4 address the program steers (aliases
+// included: they go).
 func (p *Program) SetIP(ip netip.Addr) error {
-	b := ip.As4()
-	if err := p.config.Put(uint32(0), b); err != nil {
+	var k, next [4]byte
+	for p.addrs.NextKey(nil, &next) == nil {
+		k = next
+		if err := p.addrs.Delete(k); err != nil {
+			return bpfErr("set ip", err)
+		}
+	}
+	if err := p.addrs.Put(ip.As4(), uint8(1)); err != nil {
 		return bpfErr("set ip", err)
+	}
+	return nil
+}
+
+// addIP steers one more IPv4 address.
+func (p *Program) addIP(ip netip.Addr) error {
+	if !ip.Is4() {
+		return fmt.Errorf("afxdp: alias %v is not IPv4", ip)
+	}
+	if err := p.addrs.Put(ip.As4(), uint8(1)); err != nil {
+		return bpfErr(fmt.Sprintf("add ip %v", ip), err)
 	}
 	return nil
 }
@@ -338,7 +373,7 @@ func (p *Program) Close() error {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil
 	}
-	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.config} {
+	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.addrs} {
 		if *m != nil {
 			errs = append(errs, (*m).Close())
 			*m = nil
