@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,7 +34,11 @@ type Config struct {
 	Timeout     time.Duration // per request (and per connect)
 	CheckSeq    bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
 	MaxHead     int           // largest response header section accepted (0: 16 KiB)
-	Native      NativeConfig  // --network-stack native (native.go); zero: kernel sockets
+	// Sources are the client's own addresses (--host-ipv4-addr): on the
+	// native stack its address and aliases, on kernel sockets the kernel's
+	// addresses each connection is bound to in turn (nil: the kernel picks).
+	Sources []netip.Addr
+	Native  NativeConfig // --network-stack native (native.go); zero: kernel sockets
 
 	// The SPECweb99 workload (specweb_run.go): Conns paced users in place
 	// of Path, Pipeline and Rate.

@@ -29,6 +29,10 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run time (an upper bound with --reqs); specweb99: the measured time after --warmup, 30s unless given")
 	fs.Int64Var(&cfg.Reqs, "reqs", 0, "stop after this many requests complete (0: no cap)")
 	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline, "requests in flight per connection, written as one batch when the last batch is answered (topped up one by one under --rate)")
+	fs.Func("host-ipv4-addr", "the client's own IPv4 `addresses`: one, a range 198.18.0.3-198.18.0.10, or a comma list; each adds a source's ports. native: addresses no kernel interface holds; posix: kernel addresses, bound in turn (default: the kernel picks)", func(s string) (err error) {
+		cfg.Sources, err = ParseAddrs(s)
+		return err
+	})
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "request path")
 	fs.Var((*headerList)(&cfg.Headers), "header", "extra request header `Name: value` (repeatable)")
 	fs.BoolVar(&cfg.KeepAlive, "keepalive", cfg.KeepAlive, "keep connections open; false: one connection per request, latency from connect start (connection rate)")

@@ -23,6 +23,7 @@ type kclient struct {
 	src    shard.SourceID
 	sa     unix.Sockaddr // this shard's own copy: connect(2) writes into it
 	family int
+	binder *sourceBinder // nil: the kernel picks the source address
 
 	conns     []conn
 	rbuf      []byte // read buffer shared by this shard's conns
@@ -39,6 +40,7 @@ type kclient struct {
 func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []byte, seqOff int) *kclient {
 	s := &kclient{
 		acct: a, sh: sh, sa: ownSockaddr(sa), family: family,
+		binder: newSourceBinder(a.cfg.Sources, a.id),
 		conns:  make([]conn, a.slots),
 		rbuf:   make([]byte, readBuf),
 		reqLen: len(req), seqOff: seqOff,

@@ -26,6 +26,10 @@ func (s *kclient) dial(c *conn) {
 		return
 	}
 	c.fd, c.since = fd, s.now
+	if s.binder != nil && s.binder.bind(fd) != nil {
+		s.connectFailed(c)
+		return
+	}
 	c.gen = (c.gen + 1) & genMask
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.outOn = true

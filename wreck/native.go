@@ -20,7 +20,8 @@ import (
 type NativeConfig struct {
 	Enabled bool             // --network-stack native
 	Iface   string           // interface whose queues the shards own (--iface)
-	Addr    netip.Addr       // our IPv4 address on it (--host-ipv4-addr); not the kernel's
+	Addr    netip.Addr       // our IPv4 address on it (the first of --host-ipv4-addr); not the kernel's
+	Aliases []netip.Addr     // the rest of --host-ipv4-addr: more sources, each with the whole port range
 	Netmask netip.Addr       // (--netmask-ipv4-addr)
 	Gateway netip.Addr       // invalid: none (--gw-ipv4-addr)
 	Netns   string           // named network namespace the shards (and the XDP attach) enter (--netns); "": the process's
@@ -56,7 +57,6 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 	ip := func(dst *netip.Addr) func(string) error {
 		return func(s string) (err error) { *dst, err = parseIPv4(s); return err }
 	}
-	fs.Func("host-ipv4-addr", "native: the client's own IPv4 `address` on --iface (not one the kernel has)", ip(&n.Addr))
 	fs.Func("netmask-ipv4-addr", "native: netmask of --host-ipv4-addr (default 255.255.255.0)", ip(&n.Netmask))
 	fs.Func("gw-ipv4-addr", "native: IPv4 gateway to an off-link server (default: none)", ip(&n.Gateway))
 	fs.StringVar(&n.Netns, "netns", "", "native: named network namespace of --iface (default: this process's)")
@@ -83,7 +83,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
-var nativeOnly = []string{"iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table"}
+var nativeOnly = []string{"iface", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table"}
 
 // checkFlags reports a native-only flag given without --network-stack native.
 func (n *NativeConfig) checkFlags(fs *flag.FlagSet) error {
@@ -134,6 +134,9 @@ func (n *NativeConfig) validate(c *Config) error {
 	if !n.Enabled {
 		return nil
 	}
+	if len(c.Sources) > 0 {
+		n.Addr, n.Aliases = c.Sources[0], c.Sources[1:]
+	}
 	if !n.Netmask.IsValid() {
 		n.Netmask = netip.AddrFrom4([4]byte{255, 255, 255, 0})
 	}
@@ -150,6 +153,8 @@ func (n *NativeConfig) validate(c *Config) error {
 		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
 	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
+	case len(n.Aliases) > 0 && len(n.RSSKey) > 0:
+		return errors.New("--rss-key takes one --host-ipv4-addr: its port filter hashes one source address")
 	case n.RSSTable < 1:
 		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
 	case n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0):

@@ -31,7 +31,7 @@ func runNative(cfg Config) (*Result, error) {
 	}
 	dev, err := native.Open(native.Config{
 		Iface: n.Iface, Netns: n.Netns,
-		Addr: n.Addr, Netmask: n.Netmask, Gateway: n.Gateway,
+		Addr: n.Addr, Aliases: n.Aliases, Netmask: n.Netmask, Gateway: n.Gateway,
 		Queues: cfg.SMP, XDPMode: n.XDPMode, Frames: n.Frames,
 		PortLo: n.PortLo, PortHi: n.PortHi,
 		Logf: logf,
@@ -77,7 +77,7 @@ func (n *NativeConfig) explain(err error, smp int) error {
 	case errors.Is(err, native.ErrTooFewQueues):
 		return fmt.Errorf("--smp %d: %w: lower --smp, or raise the queues with `ethtool -L %s combined %d`", smp, err, n.Iface, smp)
 	case errors.Is(err, native.ErrKernelAddr):
-		return fmt.Errorf("--host-ipv4-addr %s is the kernel's address (%w): give the native client an address no interface holds (in the lab, .3 of the subnet)", n.Addr, err)
+		return fmt.Errorf("--host-ipv4-addr: one is the kernel's address (%w): give the native client addresses no interface holds (in the lab, .3 of the subnet and up)", err)
 	}
 	return err
 }

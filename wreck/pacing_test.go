@@ -1,6 +1,9 @@
 package wreck
 
 import (
+	"bufio"
+	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -96,5 +99,33 @@ func TestParseConnectRate(t *testing.T) {
 	}
 	if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--connect-rate", "10", "--keepalive=false"}); err == nil {
 		t.Error("--connect-rate with one-shot connections: want an error")
+	}
+}
+
+// TestRunSources: the kernel client binds its connections to the
+// --host-ipv4-addr addresses in turn (two loopback addresses here).
+func TestRunSources(t *testing.T) {
+	var mu sync.Mutex
+	from := map[string]int{}
+	srv := newTestServer(t, func(s *testServer, c net.Conn, br *bufio.Reader) {
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		mu.Lock()
+		from[host]++
+		mu.Unlock()
+		goodServer(false)(s, c, br)
+	})
+	cfg := testConfig(srv.addr())
+	cfg.Conns, cfg.Reqs = 4, 100
+	var err error
+	if cfg.Sources, err = ParseAddrs("127.0.0.2-127.0.0.3"); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	srv.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if from["127.0.0.2"] != 2 || from["127.0.0.3"] != 2 {
+		t.Errorf("connections from %v, want 2 from each of 127.0.0.2 and 127.0.0.3", from)
 	}
 }
