@@ -127,10 +127,10 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 }
 
 // clientTableSize is the TCP table of a shard with slots connections: one
-// TCB a slot and as many again for connections closing or in TIME-WAIT (the
-// oldest of which TCP recycles when the table is full). The queue's UMEM
-// and rings follow it (native.SizeFor).
-func clientTableSize(slots int) int { return max(4096, 2*slots) }
+// TCB a slot and three times as many for connections closing or in
+// TIME-WAIT (the oldest of which TCP recycles when the table is full). The
+// queue's UMEM and rings follow it (native.SizeFor).
+func clientTableSize(slots int) int { return max(4096, 4*slots) }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {
