@@ -53,6 +53,11 @@ type acct struct {
 	t0, stopped int64 // when the shard began and ended its run
 	begun       bool
 
+	// The measured interval begins at t0, or with --warmup at warmedAt (0
+	// until the warm-up ends): responses, bytes and latencies count from
+	// there; connects, connect times and errors count over the whole run.
+	warmup, warmedAt int64
+
 	// Requests: budget is what this shard completes before it stops (<0: no
 	// cap); issued counts requests taken (in flight or done); done counts those
 	// answered or failed. Requests abandoned on a closed connection are given
@@ -92,6 +97,9 @@ type acct struct {
 // requests (<0: none).
 func newAcct(id int, cfg *Config, conns int, budget int64) *acct {
 	a := &acct{id: id, cfg: cfg, slots: conns, hist: newHist(), conn: newHist(), budget: budget, rate: cfg.Rate > 0}
+	if cfg.Workload == "" {
+		a.warmup = int64(cfg.Warmup)
+	}
 	if cfg.ConnectRate > 0 {
 		a.connIv = float64(time.Second) * float64(cfg.SMP) / cfg.ConnectRate
 	}
@@ -135,9 +143,31 @@ func (a *acct) onTickTimer(now time.Time) {
 	if a.finished {
 		return
 	}
+	if a.warmup > 0 && a.warmedAt == 0 && a.now-a.t0 >= a.warmup {
+		a.endWarmup()
+	}
 	a.onTick()
 	a.publish()
 	a.sh.Wheel().Start(&a.tickT, at(a.now+int64(tick)))
+}
+
+// endWarmup starts the measured interval now (the plain workload's
+// --warmup; SPECweb99 keeps its own).
+func (a *acct) endWarmup() {
+	a.warmedAt = a.now
+	a.hist.Reset()
+	if a.lag != nil {
+		a.lag.Reset()
+	}
+	a.cnt.Responses, a.cnt.Bytes = 0, 0
+}
+
+// measuredFrom is when the shard's measured interval began.
+func (a *acct) measuredFrom() int64 {
+	if a.warmedAt > 0 {
+		return a.warmedAt
+	}
+	return a.t0
 }
 
 // end ends the shard's run (its budget is done, its deadline passed, or Run

@@ -43,7 +43,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxHead, "max-head", defaultMaxHead, "largest response header section accepted, bytes")
 	fs.BoolVar(jsonOut, "json", false, "print the result as JSON on stdout")
 	fs.StringVar(&cfg.Workload, "workload", "", "`specweb99`: --conn paced SPECweb99 users over a file set (specweb gen), every answer checked, in place of --path")
-	fs.DurationVar(&cfg.Warmup, "warmup", 0, "specweb99: run this long before measuring (default 5s with specweb99)")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "run this long before measuring for --duration (connects and errors count over both; default 5s with specweb99, else 0)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "specweb99: seed of the users' draws")
 	fs.IntVar(&cfg.FileSet, "file-set", 0, "specweb99: the connections the file set was generated for (specweb gen --conns; 0: --conn)")
 	bindNativeFlags(fs, &cfg.Native)

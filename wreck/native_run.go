@@ -41,6 +41,7 @@ func runNative(cfg Config) (*Result, error) {
 	}
 	defer dev.Close()
 
+	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	var seed [8]byte
 	rand.Read(seed[:])

@@ -129,3 +129,23 @@ func TestRunSources(t *testing.T) {
 		t.Errorf("connections from %v, want 2 from each of 127.0.0.2 and 127.0.0.3", from)
 	}
 }
+
+// TestRunWarmup: responses during the warm-up are served but not counted;
+// the run reports its warm-up.
+func TestRunWarmup(t *testing.T) {
+	srv := newTestServer(t, goodServer(false))
+	cfg := testConfig(srv.addr())
+	cfg.Warmup, cfg.Duration = 300*time.Millisecond, 200*time.Millisecond
+	r := mustRun(t, cfg)
+	wantErrors(t, r, ErrorCounts{})
+	srv.stop()
+	if r.Warmup != 0.3 || r.Requests == 0 || r.Connects != 2 {
+		t.Fatalf("warm-up %v s, %d requests, %d connects: want 0.3, some, 2", r.Warmup, r.Requests, r.Connects)
+	}
+	if served := uint64(srv.reqs.Load()); served <= r.Requests {
+		t.Errorf("server answered %d, wreck counted %d: the warm-up's responses were counted", served, r.Requests)
+	}
+	if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--warmup", "1s", "--reqs", "10"}); err == nil {
+		t.Error("--warmup with --reqs: want an error")
+	}
+}

@@ -17,6 +17,7 @@ type Result struct {
 	Pipeline    int           `json:"pipeline"`
 	KeepAlive   bool          `json:"keepalive"`
 	Rate        float64       `json:"rate,omitempty"`
+	Warmup      float64       `json:"warmup_seconds,omitempty"` // run before the measured Seconds (connects and errors count over both)
 	Seconds     float64       `json:"seconds"`
 	Requests    uint64        `json:"requests"` // complete responses, any status
 	ReqPerSec   float64       `json:"req_per_sec"`
@@ -98,7 +99,7 @@ func (r *run) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Server: cfg.Server, SMP: cfg.SMP, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
-		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate, ConnectRate: cfg.ConnectRate,
+		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate, ConnectRate: cfg.ConnectRate, Warmup: cfg.Warmup.Seconds(),
 	}
 	var total Counters
 	hist, conn := newHist(), newHist()
@@ -106,7 +107,7 @@ func (r *run) result() *Result {
 	if cfg.Rate > 0 {
 		lag = newHist()
 	}
-	start, stopped := r.accts[0].t0, int64(0)
+	start, stopped := r.accts[0].measuredFrom(), int64(0)
 	for i, s := range r.accts {
 		total.add(&s.cnt)
 		hist.Merge(s.hist)
@@ -114,8 +115,8 @@ func (r *run) result() *Result {
 		if lag != nil {
 			lag.Merge(s.lag)
 		}
-		start, stopped = min(start, s.t0), max(stopped, s.stopped)
-		secs := float64(s.stopped-s.t0) / 1e9
+		start, stopped = min(start, s.measuredFrom()), max(stopped, s.stopped)
+		secs := float64(s.stopped-s.measuredFrom()) / 1e9
 		sr := ShardResult{
 			CPU: r.cpus[i], Conns: s.slots, Requests: s.cnt.Responses,
 			Errors: errorCounts(&s.cnt), Latency: latency(s.hist),
@@ -160,6 +161,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	if r.Rate > 0 {
 		loop = fmt.Sprintf("open loop at %.0f req/s", r.Rate)
+	}
+	if r.Warmup > 0 && r.Specweb == nil {
+		loop += fmt.Sprintf(", measured after a %.1fs warm-up", r.Warmup)
 	}
 	fmt.Fprintf(w, "wreck %s: %d shards, %d connections, pipeline %d, %s, %s, %.2fs\n",
 		r.Server, r.SMP, r.Conns, r.Pipeline, mode, loop, r.Seconds)

@@ -28,6 +28,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := raiseFileLimit(uint64(cfg.Conns) + fileSlack); err != nil {
 		return nil, err
 	}
+	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	r := newRun(&cfg)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
