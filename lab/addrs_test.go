@@ -57,3 +57,39 @@ func TestClientAddrs(t *testing.T) {
 		t.Errorf("%d client addresses: want an error", MaxClientAddrs+1)
 	}
 }
+
+// TestAttachPass: the pass program sits on the interface until closed.
+func TestAttachPass(t *testing.T) {
+	needRoot(t)
+	l, err := New(Config{Prefix: "xp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	attached := func() bool {
+		h, err := l.ServerNS.Handle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		link, err := h.LinkByName(l.ServerIf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := link.Attrs().Xdp
+		return x != nil && x.Attached
+	}
+	c, err := AttachPass(l.ServerNS, l.ServerIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !attached() {
+		t.Error("no XDP program on the interface after AttachPass")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if attached() {
+		t.Error("XDP program still attached after Close")
+	}
+}
