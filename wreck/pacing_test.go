@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"percore/native"
 )
 
 // TestNativeClientConnectRate: 50 connections at 1,000 connects a second
@@ -147,5 +149,22 @@ func TestRunWarmup(t *testing.T) {
 	}
 	if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--warmup", "1s", "--reqs", "10"}); err == nil {
 		t.Error("--warmup with --reqs: want an error")
+	}
+}
+
+// TestClientSizing: the native client's table follows --conn (four TCBs a
+// slot, at least 4096), and the queue's UMEM follows the table.
+func TestClientSizing(t *testing.T) {
+	for _, c := range []struct{ slots, table, frames int }{
+		{64, 4096, 8192},
+		{8192, 32768, 65536},
+		{1 << 20, 1 << 22, 65536},
+	} {
+		if got := clientTableSize(c.slots); got != c.table {
+			t.Errorf("clientTableSize(%d) = %d, want %d", c.slots, got, c.table)
+		}
+		if got := native.SizeFor(clientTableSize(c.slots), 0).Frames; got != c.frames {
+			t.Errorf("%d slots: %d UMEM frames, want %d", c.slots, got, c.frames)
+		}
 	}
 }
