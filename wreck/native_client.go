@@ -67,7 +67,7 @@ type nconn struct {
 	closing, failed bool
 	p               parser
 
-	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes
+	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes; made on first use (see keep)
 
 	// req is a ring of Pipeline request slots; the pend bytes from una on
 	// (wrapping) are unsent or unacknowledged. Requests are appended whole,
@@ -110,7 +110,6 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 		nc.cl, nc.idx = c, int32(i)
 		nc.start, nc.sent = make([]int64, k), make([]int64, k)
 		nc.p.maxHead = maxHead
-		nc.carry = make([]byte, 0, maxHead+1)
 		nc.req = shared
 		if seqOff >= 0 {
 			nc.req = append([]byte(nil), shared...)
@@ -415,7 +414,7 @@ func (c *nclient) parse(nc *nconn, data []byte, inCarry bool) (int, bool) {
 				}
 				return off, true
 			}
-			nc.carry = append(nc.carry[:0], data[off:]...)
+			nc.keep(data[off:])
 			return len(data), true
 		case pDone:
 			if !c.complete(nc) {
@@ -434,6 +433,16 @@ func (c *nclient) parse(nc *nconn, data []byte, inCarry bool) (int, bool) {
 		nc.carry = nc.carry[:0]
 	}
 	return off, true
+}
+
+// keep copies an incomplete tail from a frame into the carry, made on
+// first use: few slots ever need one, and a million slots cannot each hold
+// maxHead bytes.
+func (nc *nconn) keep(tail []byte) {
+	if nc.carry == nil {
+		nc.carry = make([]byte, 0, nc.p.maxHead+1)
+	}
+	nc.carry = append(nc.carry[:0], tail...)
 }
 
 // complete accounts one response on nc; it reports false if nc stops taking
