@@ -21,12 +21,13 @@ import (
 
 // The conns sweep (`bench conns`): how each server holds a growing number
 // of concurrent keep-alive connections on one core. One lab with one queue
-// (server on the last CPU, client on the first); for each connection count
-// and server, the server starts and native wreck (its own AF_XDP queue and
-// TCP, no descriptor per connection) opens the connections at a paced rate
-// from as many addresses as the count needs, then measures each load: the
-// closed loop, and an open loop at a fixed total rate in which every
-// connection stays open and sends one request every count/rate seconds.
+// (server on the last CPU, client on the first); for each connection
+// count, server and load a fresh server starts, and native wreck (its own
+// AF_XDP queue and TCP, no descriptor per connection) opens the connections
+// at a paced rate from as many addresses as the count needs, then measures
+// the load: the closed loop, or an open loop at a fixed total rate in which
+// every connection stays open and sends one request every count/rate
+// seconds.
 
 // Loads of the conns sweep.
 const (
@@ -236,12 +237,15 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 				logf("stop %s: %s", Labels[name], res.Stopped[name])
 				continue
 			}
-			if err := connsServer(ctx, &cfg, bins, dir, t, name, n, res, logf); err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
+			for _, load := range cfg.Loads {
+				if err := connsServer(ctx, &cfg, bins, dir, t, ConnsKey{Server: name, Load: load, Conns: n}, res, logf); err != nil {
+					if ctx.Err() != nil {
+						return res, ctx.Err()
+					}
+					res.Stopped[name] = fmt.Sprintf("from %s on: %s load: %s", CountLabel(n), load, firstLine(err.Error()))
+					logf("stop %s: %v", Labels[name], err)
+					break
 				}
-				res.Stopped[name] = fmt.Sprintf("from %s on: %s", CountLabel(n), firstLine(err.Error()))
-				logf("stop %s: %v", Labels[name], err)
 			}
 		}
 	}
@@ -249,9 +253,12 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	return res, nil
 }
 
-// connsServer starts server name for n connections and measures each load
-// on it.
-func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir string, t *target, name string, n int, res *ConnsResults, logf func(string, ...any)) error {
+// connsServer starts a fresh server for one cell and measures it: a client
+// ends with all its connections at once, and not every reset gets out, so a
+// server that carried one load would carry that run's leftovers into the
+// next (in its memory, and as 4-tuples still open).
+func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir string, t *target, k ConnsKey, res *ConnsResults, logf func(string, ...any)) error {
+	name, n := k.Server, k.Conns
 	port := serverPort(name)
 	argv, err := serverArgv(name, bins, t, 1, port, dir)
 	if err != nil {
@@ -277,17 +284,14 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 	if err := t.ready(ctx, p, port, 10*time.Second); err != nil {
 		return err
 	}
-	idle := groupRSS(p.cmd.Process.Pid)
-	for _, load := range cfg.Loads {
-		s, err := connsRun(ctx, cfg, bins, t, p, port, ConnsKey{Server: name, Load: load, Conns: n}, idle)
-		if err != nil {
-			return fmt.Errorf("%s load: %w (server: %s)", load, err, p.tail())
-		}
-		res.Samples = append(res.Samples, s)
-		logf("%-14s %5s %-6s %9.0f req/s %6.2f CPU-µs/req p50 %8.0f p99 %8.0f p99.9 %8.0f µs, %d errors, %d connects (p99 %.0f µs), RSS %.0f MiB, %.0f B/conn",
-			Labels[name], CountLabel(n), load, s.ReqPerSec, s.CPUPerReq, s.P50, s.P99, s.P999, s.Errors, s.Connects, s.ConnectP99,
-			float64(s.PeakRSS)/(1<<20), s.MemPerConn())
+	s, err := connsRun(ctx, cfg, bins, t, p, port, k, groupRSS(p.cmd.Process.Pid))
+	if err != nil {
+		return fmt.Errorf("%w (server: %s)", err, p.tail())
 	}
+	res.Samples = append(res.Samples, s)
+	logf("%-14s %5s %-6s %9.0f req/s %6.2f (own %.2f) CPU-µs/req p50 %8.0f p99 %8.0f p99.9 %8.0f µs, %d errors, %d connects (p99 %.0f µs), RSS %.0f MiB, %.0f B/conn",
+		Labels[name], CountLabel(n), k.Load, s.ReqPerSec, s.CPUPerReq, s.ProcCPUPerReq, s.P50, s.P99, s.P999, s.Errors, s.Connects, s.ConnectP99,
+		float64(s.PeakRSS)/(1<<20), s.MemPerConn())
 	return nil
 }
 

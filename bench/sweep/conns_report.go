@@ -35,8 +35,8 @@ func (r *ConnsResults) Markdown(w io.Writer, svg string) {
 	p("over the measured interval divided by the responses: client and server together, and whatever else ran;\n")
 	p("own CPU-µs/req counts only the server's and the client's processes (user+system time, without the softirq\n")
 	p("time the kernel does not charge to a task), which other work on a shared machine leaves alone. Errors count the whole\n")
-	p("run, connects included. RSS is the server's (all its processes) at its peak during the run; per connection\n")
-	p("is that less its RSS before the first run, divided by the count.\n\n")
+	p("run, connects included. Each run has a fresh server; RSS is the server's (all its processes) at its peak\n")
+	p("during the run, and per connection is that less its RSS before the run, divided by the count.\n\n")
 	if svg != "" {
 		p("![closed-loop requests/s per connection count](%s)\n\n", svg)
 	}
