@@ -28,7 +28,8 @@ type nclient struct {
 
 	conns      []nconn
 	retry      []int32 // slots to connect at the next step
-	connecting []int32 // slots whose handshake is under way
+	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
+	scan       int     // where checkConnecting goes on in connecting
 	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
 	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
 	paced      bool    // slots wait on retry for --connect-rate: its timer wakes the shard
@@ -235,23 +236,38 @@ func (c *nclient) connect(nc *nconn) {
 	c.connecting = append(c.connecting, nc.idx)
 }
 
+// connScan bounds checkConnecting's look at the handshakes under way, so
+// that tens of thousands of them (a burst of opens to a slow server) do not
+// cost every step a pass over all.
+const connScan = 1024
+
 // checkConnecting moves slots whose handshake completed to cOpen and starts
-// their requests.
+// their requests: at most connScan slots a step, going on where the last
+// step stopped.
 func (c *nclient) checkConnecting() {
-	j := 0
-	for _, i := range c.connecting {
-		nc := &c.conns[i]
-		if !nc.live || nc.state != cConnecting {
-			continue // released (refused, timed out) or reset
+	for range min(len(c.connecting), connScan) {
+		if c.scan >= len(c.connecting) {
+			c.scan = 0
 		}
-		if !c.stack.TCPEstablished(nc.h) {
-			c.connecting[j] = i
-			j++
-			continue
+		nc := &c.conns[c.connecting[c.scan]]
+		switch {
+		case !nc.live || nc.state != cConnecting:
+			c.unlistConnecting() // released (refused, timed out) or reset
+		case c.stack.TCPEstablished(nc.h):
+			c.unlistConnecting()
+			c.connected(nc)
+		default:
+			c.scan++
 		}
-		c.connected(nc)
 	}
-	c.connecting = c.connecting[:j]
+}
+
+// unlistConnecting removes the entry at the scan point (the last one takes
+// its place).
+func (c *nclient) unlistConnecting() {
+	last := len(c.connecting) - 1
+	c.connecting[c.scan] = c.connecting[last]
+	c.connecting = c.connecting[:last]
 }
 
 // connected starts the request flow on a fresh connection.
