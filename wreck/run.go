@@ -130,6 +130,9 @@ loop:
 				fails += a.pub.failures.Load()
 				bytes += a.pub.bytes.Load()
 			}
+			if resp < last {
+				last = 0 // the warm-up ended: the counts start again
+			}
 			now := mono()
 			secs := float64(now-lastAt) / 1e9
 			fmt.Fprintf(cfg.Progress, "wreck: %5.1fs %10.0f req/s %8d errors %8.2f MB total\n",
