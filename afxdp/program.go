@@ -63,7 +63,9 @@ type ProgramConfig struct {
 //
 //	xsks   XSKMAP  rx queue -> socket
 //	ports  hash    TCP local port (network order) -> 1
-//	addrs  hash    our IPv4 addresses (network order) -> 1
+//	config array   [0] = our IPv4 (network order)
+//	addrs  hash    our aliases (network order) -> 1, looked up only when
+//	               there are aliases and a destination is not our IPv4
 //
 // It redirects ARP whose target is one of our addresses, and IPv4 ICMP and
 // TCP (to a port in ports, or any non-first fragment; any TCP with AllTCP)
@@ -76,10 +78,10 @@ type ProgramConfig struct {
 // One Program serves all queues of one interface; it is set up by the
 // process before the shards start and closed after they stop.
 type Program struct {
-	prog               *ebpf.Program
-	xsks, ports, addrs *ebpf.Map
-	link               link.Link
-	iface              string
+	prog                       *ebpf.Program
+	xsks, ports, config, addrs *ebpf.Map
+	link                       link.Link
+	iface                      string
 }
 
 // XDP actions.
@@ -115,18 +117,24 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 	if p.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_ports", Type: ebpf.Hash, KeySize: 2, ValueSize: 1, MaxEntries: uint32(c.MaxPorts)}); err != nil {
 		return nil, bpfErr("create port map", err)
 	}
-	if p.addrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_addrs", Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: uint32(1 + maxAliases)}); err != nil {
-		return nil, bpfErr("create address map", err)
+	if p.config, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_cfg", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+		return nil, bpfErr("create config map", err)
 	}
 	if len(c.Aliases) > maxAliases {
 		return nil, fmt.Errorf("afxdp: %d aliases, at most %d", len(c.Aliases), maxAliases)
+	}
+	if p.addrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_addrs", Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: uint32(max(1, len(c.Aliases)))}); err != nil {
+		return nil, bpfErr("create address map", err)
 	}
 	if err = p.SetIP(c.IP); err != nil {
 		return nil, err
 	}
 	for _, a := range c.Aliases {
-		if err = p.addIP(a); err != nil {
-			return nil, err
+		if !a.Is4() {
+			return nil, fmt.Errorf("afxdp: alias %v is not IPv4", a)
+		}
+		if err = p.addrs.Put(a.As4(), uint8(1)); err != nil {
+			return nil, bpfErr(fmt.Sprintf("add alias %v", a), err)
 		}
 	}
 	for _, port := range c.Ports {
@@ -138,7 +146,7 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 		Name:         "percore_steer",
 		Type:         ebpf.XDP,
 		License:      "Dual BSD/GPL",
-		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.addrs.FD(), c.AllTCP),
+		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD(), p.addrs.FD(), c.AllTCP, len(c.Aliases) > 0),
 	}); err != nil {
 		return nil, bpfErr("load xdp program", err)
 	}
@@ -154,31 +162,53 @@ func be16(v uint16) int32 {
 // maxAliases bounds ProgramConfig.Aliases (the address map's size).
 const maxAliases = 255
 
-// ours looks the IPv4 address at packet offset off (bounds checked by the
-// caller) up in the address map: not ours -> pass. It clobbers r0-r5.
-func ours(addrs int, off int16) asm.Instructions {
+// ours checks the IPv4 address at packet offset off (bounds checked by the
+// caller): our address (r9) goes on at label ok, the next instruction; with
+// aliases, one in the address map does too (a lookup that clobbers r0-r5);
+// any other -> pass.
+func ours(addrs int, aliases bool, off int16, ok string) asm.Instructions {
+	if !aliases {
+		return asm.Instructions{ // falls through to ok
+			asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
+			asm.JNE.Reg(asm.R4, asm.R9, "pass"),
+		}
+	}
 	return asm.Instructions{
 		asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
+		asm.JEq.Reg(asm.R4, asm.R9, ok),
 		asm.StoreMem(asm.RFP, -4, asm.R4, asm.Word),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -4),
 		asm.LoadMapPtr(asm.R1, addrs),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Ja.Label(ok),
 	}
 }
 
 // steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
-// data_end. Every packet load is preceded by a bounds check against
-// data_end, as the verifier demands. With allTCP the port lookup is left
-// out (the verifier refuses unreachable code).
-func steerInsns(xsks, ports, addrs int, allTCP bool) asm.Instructions {
+// data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
+// bounds check against data_end, as the verifier demands. With allTCP the
+// port lookup is left out, and without aliases the address map's (the
+// verifier refuses unreachable code).
+func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instructions {
 	const (
 		ethLen  = 14
 		ipv4Min = 20
 	)
 	head := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
+
+		// r9 = config[0] (our IP); unset -> pass.
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, config),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R9, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R9, 0, "pass"),
+
 		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // xdp_md.data
 		asm.LoadMem(asm.R8, asm.R6, 4, asm.Word), // xdp_md.data_end
 
@@ -195,9 +225,9 @@ func steerInsns(xsks, ports, addrs int, allTCP bool) asm.Instructions {
 		asm.Add.Imm(asm.R2, ethLen+ipv4Min),
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
 	}
-	head = append(head, ours(addrs, ethLen+16)...)
+	head = append(head, ours(addrs, aliases, ethLen+16, "ip_ours")...)
 	head = append(head, asm.Instructions{
-		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte),
+		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte).WithSymbol("ip_ours"),
 		asm.Mov.Reg(asm.R4, asm.R3),
 		asm.RSh.Imm(asm.R4, 4),
 		asm.JNE.Imm(asm.R4, 4, "pass"),
@@ -239,7 +269,7 @@ func steerInsns(xsks, ports, addrs int, allTCP bool) asm.Instructions {
 		asm.LoadMem(asm.R3, asm.R7, ethLen+2, asm.Half),
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
 	}
-	tail = append(tail, ours(addrs, ethLen+24)...)
+	tail = append(tail, ours(addrs, aliases, ethLen+24, "redirect")...)
 	tail = append(tail, asm.Instructions{
 		// bpf_redirect_map(xsks, rx_queue_index, XDP_PASS): no socket -> pass.
 		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("redirect"),
@@ -254,29 +284,11 @@ func steerInsns(xsks, ports, addrs int, allTCP bool) asm.Instructions {
 	return append(append(head, portCheck...), tail...)
 }
 
-// SetIP makes ip the one IPv4 address the program steers (aliases
-// included: they go).
+// SetIP changes the IPv4 address the program steers (its aliases stay).
 func (p *Program) SetIP(ip netip.Addr) error {
-	var k, next [4]byte
-	for p.addrs.NextKey(nil, &next) == nil {
-		k = next
-		if err := p.addrs.Delete(k); err != nil {
-			return bpfErr("set ip", err)
-		}
-	}
-	if err := p.addrs.Put(ip.As4(), uint8(1)); err != nil {
+	b := ip.As4()
+	if err := p.config.Put(uint32(0), b); err != nil {
 		return bpfErr("set ip", err)
-	}
-	return nil
-}
-
-// addIP steers one more IPv4 address.
-func (p *Program) addIP(ip netip.Addr) error {
-	if !ip.Is4() {
-		return fmt.Errorf("afxdp: alias %v is not IPv4", ip)
-	}
-	if err := p.addrs.Put(ip.As4(), uint8(1)); err != nil {
-		return bpfErr(fmt.Sprintf("add ip %v", ip), err)
 	}
 	return nil
 }
@@ -373,7 +385,7 @@ func (p *Program) Close() error {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil
 	}
-	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.addrs} {
+	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.config, &p.addrs} {
 		if *m != nil {
 			errs = append(errs, (*m).Close())
 			*m = nil
