@@ -176,13 +176,14 @@ type ConnsResults struct {
 	LoadAfter  string            `json:"load_after"`
 	FDLimit    uint64            `json:"fd_limit"`
 	Samples    []ConnsSample     `json:"samples"`
-	Stopped    map[string]string `json:"stopped"` // server -> from which count it did not run, and why
+	Stopped    map[string]string `json:"stopped"` // server, or "server load", -> from which count it did not run, and why
 	Config     *ConnsConfig      `json:"config"`
 }
 
 // RunConns runs the conns sweep. A server that cannot hold a count (its
-// descriptor limit, a failed start, a failed run) is stopped there, with the
-// reason, for the larger counts too; the others go on. Every process and
+// descriptor limit, a failed start) is stopped there, with the reason, for
+// the larger counts too, and one whose run of a load fails, for that load;
+// the others go on. Every process and
 // namespace it made is gone when it returns.
 func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	if err := cfg.Validate(); err != nil {
@@ -238,13 +239,16 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 				continue
 			}
 			for _, load := range cfg.Loads {
+				key := name + " " + load
+				if _, stop := res.Stopped[key]; stop {
+					continue
+				}
 				if err := connsServer(ctx, &cfg, bins, dir, t, ConnsKey{Server: name, Load: load, Conns: n}, res, logf); err != nil {
 					if ctx.Err() != nil {
 						return res, ctx.Err()
 					}
-					res.Stopped[name] = fmt.Sprintf("from %s on: %s load: %s", CountLabel(n), load, firstLine(err.Error()))
-					logf("stop %s: %v", Labels[name], err)
-					break
+					res.Stopped[key] = fmt.Sprintf("from %s on: %s", CountLabel(n), firstLine(err.Error()))
+					logf("stop %s, %s loop: %v", Labels[name], load, err)
 				}
 			}
 		}

@@ -68,7 +68,11 @@ func (r *ConnsResults) Markdown(w io.Writer, svg string) {
 	if len(r.Stopped) > 0 {
 		p("Where a server stopped:\n\n")
 		for _, k := range sortedKeys(r.Stopped) {
-			p("- %s: %s\n", Labels[k], r.Stopped[k])
+			name, load, _ := strings.Cut(k, " ")
+			if load != "" {
+				load = ", " + load + " loop"
+			}
+			p("- %s%s: %s\n", Labels[name], load, r.Stopped[k])
 		}
 		p("\n")
 	}

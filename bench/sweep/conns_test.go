@@ -42,7 +42,7 @@ func TestParseConnsFlags(t *testing.T) {
 func TestConnsMarkdown(t *testing.T) {
 	cfg := DefaultConnsConfig()
 	cfg.Counts, cfg.Servers, cfg.Command = []int{64, 65536}, []string{"native", "nginx"}, "go run ./cmd/bench conns"
-	r := &ConnsResults{Config: &cfg, Finished: time.Unix(0, 0), FDLimit: 20000, Stopped: map[string]string{"nginx": "from 64K on: a descriptor a connection"}}
+	r := &ConnsResults{Config: &cfg, Finished: time.Unix(0, 0), FDLimit: 20000, Stopped: map[string]string{"nginx": "from 64K on: a descriptor a connection", "native closed": "from 1M on: no responses"}}
 	r.Samples = []ConnsSample{
 		{ConnsKey: ConnsKey{"native", LoadClosed, 64}, ReqPerSec: 300000, CPUPerReq: 6.1, P50: 200, P99: 900, P999: 1500, IdleRSS: 100 << 20, PeakRSS: 110 << 20},
 		{ConnsKey: ConnsKey{"nginx", LoadClosed, 64}, ReqPerSec: 130000, P50: 450, P99: 2100, P999: 3000},
@@ -60,6 +60,7 @@ func TestConnsMarkdown(t *testing.T) {
 		"| 64K, each every 6.6 s | percore native | 10,000 |",
 		"### Open loop, 10000 requests/s in total",
 		"- nginx: from 64K on: a descriptor a connection",
+		"- percore native, closed loop: from 1M on: no responses",
 		"![closed-loop requests/s per connection count](conns.svg)",
 	} {
 		if !strings.Contains(md, want) {
