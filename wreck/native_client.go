@@ -30,13 +30,21 @@ type nclient struct {
 	retry      []int32 // slots to connect at the next step
 	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
 	scan       int     // where checkConnecting goes on in connecting
-	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
-	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	paced      bool    // slots wait on retry for --connect-rate: its timer wakes the shard
-	woke       bool    // a connection was woken outside Stack.Poll: poll again before sleeping
-	down       bool    // the run is over and every connection reset
-	seqOff     int
-	reqLen     int
+
+	// ready is the open loop's (--rate, keep-alive) open connections that
+	// may take another request, oldest first: a ring of slots, each at most
+	// once (inReady), so that a request finds its connection in O(1)
+	// however many slots are still connecting, and every connection gets
+	// its turn.
+	ready             []int32
+	readyHead, readyN int
+	aborts            []int32 // slots to reset at the next step (a failure found inside Feed)
+	inStack           bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	paced             bool    // slots wait on retry for --connect-rate: its timer wakes the shard
+	woke              bool    // a connection was woken outside Stack.Poll: poll again before sleeping
+	down              bool    // the run is over and every connection reset
+	seqOff            int
+	reqLen            int
 
 	nowT time.Time // the stack's time of this step
 }
@@ -56,12 +64,13 @@ func (e *nendpoint) Release(app netstack.TCPApp, now time.Time) {
 // for the whole run; a new TCP connection reuses it after the old one is
 // released.
 type nconn struct {
-	cl     *nclient
-	idx    int32
-	h      netstack.TCPHandle
-	state  cstate
-	live   bool // a TCB holds this app (from ConnectTCP until Release)
-	queued bool // on the retry list
+	cl      *nclient
+	idx     int32
+	h       netstack.TCPHandle
+	state   cstate
+	live    bool // a TCB holds this app (from ConnectTCP until Release)
+	queued  bool // on the retry list
+	inReady bool // on the ready ring
 	// closing is the Closing answer: TCP sends FIN after the output. failed:
 	// the slot's failure is counted and it waits for its reset; bytes that
 	// still arrive are dropped.
@@ -94,6 +103,7 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
 		aborts:     make([]int32, 0, conns),
+		ready:      make([]int32, conns),
 		seqOff:     seqOff, reqLen: len(req),
 	}
 	c.ep.c = c
@@ -119,13 +129,17 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 	return c
 }
 
-// dispatch puts due requests (--rate) on connections with room, scanning
-// from the cursor (one-shot: idle slots connect with them); a full scan
-// without room marks the shard saturated until a slot frees room, as the
-// kernel mode's dispatch does.
+// dispatch puts due requests (--rate) on connections with room: keep-alive,
+// the ready ring's; one-shot, idle slots found scanning from the cursor,
+// which connect with them. No room marks the shard saturated until a slot
+// frees room, as the kernel mode's dispatch does.
 func (c *nclient) dispatch() {
 	s := c.acct
 	if s.saturated || !s.backlog() {
+		return
+	}
+	if c.cfg.KeepAlive {
+		c.dispatchReady()
 		return
 	}
 	for range c.conns {
@@ -145,6 +159,48 @@ func (c *nclient) dispatch() {
 		}
 	}
 	s.saturated = true
+}
+
+// dispatchReady puts due requests on the ready ring's connections, each
+// going back to the ring's end while it has room for more.
+func (c *nclient) dispatchReady() {
+	s := c.acct
+	for s.backlog() {
+		if c.readyN == 0 {
+			s.saturated = true
+			return
+		}
+		nc := &c.conns[c.ready[c.readyHead]]
+		if c.readyHead++; c.readyHead == len(c.ready) {
+			c.readyHead = 0
+		}
+		c.readyN--
+		nc.inReady = false
+		if nc.state != cOpen || nc.closing {
+			continue // closed since: it is offered again once open
+		}
+		issued := s.issued
+		c.fill(nc)
+		if s.issued != issued {
+			c.offer(nc)
+		} // else its output ring is full: Advance offers it again
+	}
+}
+
+// offer puts an open connection with room for a request on the ready
+// ring (open loop, keep-alive).
+func (c *nclient) offer(nc *nconn) {
+	if !c.acct.rate || !c.cfg.KeepAlive || nc.inReady || nc.state != cOpen || nc.closing || nc.n >= c.cfg.Pipeline {
+		return
+	}
+	i := c.readyHead + c.readyN
+	if i >= len(c.ready) {
+		i -= len(c.ready)
+	}
+	c.ready[i] = nc.idx
+	c.readyN++
+	nc.inReady = true
+	c.acct.saturated = false
 }
 
 // use sets the stack (TCP enabled) the connections open on, and its link.
@@ -281,6 +337,7 @@ func (c *nclient) connected(nc *nconn) {
 	s.saturated = false
 	if c.cfg.KeepAlive {
 		c.fill(nc)
+		c.offer(nc)
 		return
 	}
 	nc.sent[nc.head] = s.now
@@ -363,6 +420,7 @@ func (nc *nconn) Advance(n int) {
 	}
 	if nc.cl.acct.rate {
 		nc.cl.acct.saturated = false // room in the ring again
+		nc.cl.offer(nc)
 	} else if nc.pend == 0 {
 		nc.cl.fill(nc) // a batch answered before its last bytes were acknowledged
 	}
@@ -493,6 +551,7 @@ func (c *nclient) complete(nc *nconn) bool {
 	if nc.n == 0 || s.rate {
 		s.saturated = false
 		c.fill(nc)
+		c.offer(nc)
 	}
 	return true
 }
