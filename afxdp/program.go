@@ -45,10 +45,11 @@ func (m AttachMode) String() string {
 
 // ProgramConfig describes the steering program.
 type ProgramConfig struct {
-	IP        netip.Addr // percore's IPv4 address; frames for others go to the kernel
-	Ports     []uint16   // local TCP ports to steer at start (listen ports)
-	MaxQueues int        // XSKMAP entries [64]
-	MaxPorts  int        // port map entries [1024]
+	IP        netip.Addr   // percore's IPv4 address; frames for others go to the kernel
+	Aliases   []netip.Addr // more IPv4 addresses of ours, steered as IP is
+	Ports     []uint16     // local TCP ports to steer at start (listen ports)
+	MaxQueues int          // XSKMAP entries [64]
+	MaxPorts  int          // port map entries [1024]
 
 	// AllTCP steers every TCP segment to IP, whatever its port, so the
 	// stack answers a closed port with a RST as a host does (RFC 9293
@@ -63,9 +64,12 @@ type ProgramConfig struct {
 //	xsks   XSKMAP  rx queue -> socket
 //	ports  hash    TCP local port (network order) -> 1
 //	config array   [0] = our IPv4 (network order)
+//	addrs  hash    our aliases (network order) -> 1, looked up only when
+//	               there are aliases and a destination is not our IPv4
 //
-// It redirects ARP whose target is our IP, and IPv4 ICMP and TCP (to a port in
-// ports, or any non-first fragment; any TCP with AllTCP) to our IP;
+// It redirects ARP whose target is one of our addresses, and IPv4 ICMP and
+// TCP (to a port in ports, or any non-first fragment; any TCP with AllTCP)
+// to one of them;
 // everything else is XDP_PASS.
 // A frame that should be redirected but has no socket on its queue is passed
 // to the kernel too (bpf_redirect_map's fallback action), so an unbound queue
@@ -74,10 +78,10 @@ type ProgramConfig struct {
 // One Program serves all queues of one interface; it is set up by the
 // process before the shards start and closed after they stop.
 type Program struct {
-	prog                *ebpf.Program
-	xsks, ports, config *ebpf.Map
-	link                link.Link
-	iface               string
+	prog                       *ebpf.Program
+	xsks, ports, config, addrs *ebpf.Map
+	link                       link.Link
+	iface                      string
 }
 
 // XDP actions.
@@ -116,8 +120,22 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 	if p.config, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_cfg", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
 		return nil, bpfErr("create config map", err)
 	}
+	if len(c.Aliases) > maxAliases {
+		return nil, fmt.Errorf("afxdp: %d aliases, at most %d", len(c.Aliases), maxAliases)
+	}
+	if p.addrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_addrs", Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: uint32(max(1, len(c.Aliases)))}); err != nil {
+		return nil, bpfErr("create address map", err)
+	}
 	if err = p.SetIP(c.IP); err != nil {
 		return nil, err
+	}
+	for _, a := range c.Aliases {
+		if !a.Is4() {
+			return nil, fmt.Errorf("afxdp: alias %v is not IPv4", a)
+		}
+		if err = p.addrs.Put(a.As4(), uint8(1)); err != nil {
+			return nil, bpfErr(fmt.Sprintf("add alias %v", a), err)
+		}
 	}
 	for _, port := range c.Ports {
 		if err = p.AllowPort(port); err != nil {
@@ -128,7 +146,7 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 		Name:         "percore_steer",
 		Type:         ebpf.XDP,
 		License:      "Dual BSD/GPL",
-		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD(), c.AllTCP),
+		Instructions: steerInsns(p.xsks.FD(), p.ports.FD(), p.config.FD(), p.addrs.FD(), c.AllTCP, len(c.Aliases) > 0),
 	}); err != nil {
 		return nil, bpfErr("load xdp program", err)
 	}
@@ -141,11 +159,39 @@ func be16(v uint16) int32 {
 	return int32(binary.NativeEndian.Uint16(binary.BigEndian.AppendUint16(nil, v)))
 }
 
+// maxAliases bounds ProgramConfig.Aliases (the address map's size).
+const maxAliases = 255
+
+// ours checks the IPv4 address at packet offset off (bounds checked by the
+// caller): our address (r9) goes on at label ok, the next instruction; with
+// aliases, one in the address map does too (a lookup that clobbers r0-r5);
+// any other -> pass.
+func ours(addrs int, aliases bool, off int16, ok string) asm.Instructions {
+	if !aliases {
+		return asm.Instructions{ // falls through to ok
+			asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
+			asm.JNE.Reg(asm.R4, asm.R9, "pass"),
+		}
+	}
+	return asm.Instructions{
+		asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
+		asm.JEq.Reg(asm.R4, asm.R9, ok),
+		asm.StoreMem(asm.RFP, -4, asm.R4, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, addrs),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Ja.Label(ok),
+	}
+}
+
 // steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
 // data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
 // bounds check against data_end, as the verifier demands. With allTCP the
-// port lookup is left out (the verifier refuses unreachable code).
-func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
+// port lookup is left out, and without aliases the address map's (the
+// verifier refuses unreachable code).
+func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instructions {
 	const (
 		ethLen  = 14
 		ipv4Min = 20
@@ -174,18 +220,19 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.JEq.Imm(asm.R3, be16(0x0806), "arp"),
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
 
-		// IPv4: version 4, IHL >= 5, destination is ours.
+		// IPv4: destination is ours, version 4, IHL >= 5.
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, ethLen+ipv4Min),
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
-		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte),
+	}
+	head = append(head, ours(addrs, aliases, ethLen+16, "ip_ours")...)
+	head = append(head, asm.Instructions{
+		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte).WithSymbol("ip_ours"),
 		asm.Mov.Reg(asm.R4, asm.R3),
 		asm.RSh.Imm(asm.R4, 4),
 		asm.JNE.Imm(asm.R4, 4, "pass"),
 		asm.And.Imm(asm.R3, 0x0f),
 		asm.JLT.Imm(asm.R3, 5, "pass"),
-		asm.LoadMem(asm.R4, asm.R7, ethLen+16, asm.Word),
-		asm.JNE.Reg(asm.R4, asm.R9, "pass"),
 		asm.LoadMem(asm.R4, asm.R7, ethLen+9, asm.Byte), // protocol
 		asm.JEq.Imm(asm.R4, unix.IPPROTO_ICMP, "redirect"),
 		asm.JNE.Imm(asm.R4, unix.IPPROTO_TCP, "pass"),
@@ -193,7 +240,7 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.LoadMem(asm.R4, asm.R7, ethLen+6, asm.Half),
 		asm.And.Imm(asm.R4, be16(0x1fff)),
 		asm.JNE.Imm(asm.R4, 0, "redirect"),
-	}
+	}...)
 	portCheck := asm.Instructions{
 		// TCP destination port at ethLen + IHL*4 + 2 must be in ports.
 		asm.LSh.Imm(asm.R3, 2),
@@ -221,9 +268,9 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
 		asm.LoadMem(asm.R3, asm.R7, ethLen+2, asm.Half),
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
-		asm.LoadMem(asm.R3, asm.R7, ethLen+24, asm.Word),
-		asm.JNE.Reg(asm.R3, asm.R9, "pass"),
-
+	}
+	tail = append(tail, ours(addrs, aliases, ethLen+24, "redirect")...)
+	tail = append(tail, asm.Instructions{
 		// bpf_redirect_map(xsks, rx_queue_index, XDP_PASS): no socket -> pass.
 		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("redirect"),
 		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word), // xdp_md.rx_queue_index
@@ -233,11 +280,11 @@ func steerInsns(xsks, ports, config int, allTCP bool) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 		asm.Return(),
-	}
+	}...)
 	return append(append(head, portCheck...), tail...)
 }
 
-// SetIP changes the IPv4 address the program steers.
+// SetIP changes the IPv4 address the program steers (its aliases stay).
 func (p *Program) SetIP(ip netip.Addr) error {
 	b := ip.As4()
 	if err := p.config.Put(uint32(0), b); err != nil {
@@ -346,7 +393,7 @@ func (p *Program) Close() error {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil
 	}
-	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.config} {
+	for _, m := range []**ebpf.Map{&p.xsks, &p.ports, &p.config, &p.addrs} {
 		if *m != nil {
 			errs = append(errs, (*m).Close())
 			*m = nil

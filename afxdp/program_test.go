@@ -226,3 +226,35 @@ func steerModel(f []byte, ip [4]byte, port uint16, allTCP bool) bool {
 	}
 	return false
 }
+
+// TestProgramSteersAliases: an alias is steered as the address is (ARP,
+// ICMP, TCP to an allowed port); other addresses are not.
+func TestProgramSteersAliases(t *testing.T) {
+	s := labSocket(t, "pa")
+	p, err := NewProgram(ProgramConfig{IP: ourIP, Aliases: []netip.Addr{otherIP}, Ports: []uint16{80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Register(s); err != nil {
+		t.Fatal(err)
+	}
+	third := netip.MustParseAddr("198.18.0.4")
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		want  uint32
+	}{
+		{"arp for the alias", arpRequest(t, peerIP, otherIP), xdpRedirect},
+		{"icmp to the alias", icmpEcho(t, peerIP, otherIP, 1, 1), xdpRedirect},
+		{"tcp to the alias", tcpSYN(t, peerIP, otherIP, 40000, 80), xdpRedirect},
+		{"tcp to the address", tcpSYN(t, peerIP, ourIP, 40000, 80), xdpRedirect},
+		{"tcp to the alias, other port", tcpSYN(t, peerIP, otherIP, 40000, 81), xdpPass},
+		{"arp for another", arpRequest(t, peerIP, third), xdpPass},
+		{"tcp to another", tcpSYN(t, peerIP, third, 40000, 80), xdpPass},
+	} {
+		if act, err := p.Run(c.frame); err != nil || act != c.want {
+			t.Errorf("%s: action %d (%v), want %d", c.name, act, err, c.want)
+		}
+	}
+}

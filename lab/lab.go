@@ -17,6 +17,12 @@ type Config struct {
 	MTU        int    // default 1500, at most MaxXDPMTU
 	ServerRoot bool   // put the server end in the root namespace instead of its own
 
+	// ClientAddrs is the kernel addresses on the client end, default 1
+	// (.2); more come from .128 up, at most MaxClientAddrs in all, so that a
+	// kernel client binds more connections to one server than the
+	// ephemeral ports of one address allow.
+	ClientAddrs int
+
 	// Between, when set, builds the path between the server end and the
 	// client namespace instead of one direct veth pair (an impairment
 	// middle namespace uses it). It must create l.ServerIf in l.ServerNS and
@@ -42,6 +48,7 @@ type Lab struct {
 	Subnet    netip.Prefix     // the /24 both ends share
 	ServerIP  netip.Addr       // the address percore answers for (.1)
 	ClientIP  netip.Addr       // configured on ClientIf (.2)
+	ClientIPs []netip.Addr     // every kernel address of ClientIf: ClientIP, then .128 on (Config.ClientAddrs)
 	ServerMAC net.HardwareAddr // MAC of ServerIf
 	ClientMAC net.HardwareAddr // MAC of ClientIf
 
@@ -68,6 +75,12 @@ func New(c Config) (_ *Lab, err error) {
 	if c.MTU == 0 {
 		c.MTU = 1500
 	}
+	if c.ClientAddrs <= 0 {
+		c.ClientAddrs = 1
+	}
+	if c.ClientAddrs > MaxClientAddrs {
+		return nil, fmt.Errorf("lab: %d client addresses, at most %d", c.ClientAddrs, MaxClientAddrs)
+	}
 	id := uniqueID()
 	l := &Lab{
 		ID:       id,
@@ -79,6 +92,10 @@ func New(c Config) (_ *Lab, err error) {
 	}
 	l.ServerIP = Host(l.Subnet, 1)
 	l.ClientIP = Host(l.Subnet, 2)
+	l.ClientIPs = []netip.Addr{l.ClientIP}
+	for i := range c.ClientAddrs - 1 {
+		l.ClientIPs = append(l.ClientIPs, Host(l.Subnet, byte(firstExtraClient+i)))
+	}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -111,8 +128,10 @@ func New(c Config) (_ *Lab, err error) {
 	if err = l.ClientNS.Sysctl("net/core/txrehash", "0"); err != nil {
 		return nil, err
 	}
-	if err = AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(l.ClientIP, 24)); err != nil {
-		return nil, err
+	for _, a := range l.ClientIPs {
+		if err = AddAddr(l.ClientNS, l.ClientIf, netip.PrefixFrom(a, 24)); err != nil {
+			return nil, err
+		}
 	}
 	if l.ServerMAC, err = HardwareAddr(l.ServerNS, l.ServerIf); err != nil {
 		return nil, err
@@ -122,6 +141,15 @@ func New(c Config) (_ *Lab, err error) {
 	}
 	return l, nil
 }
+
+// The /24's plan: .1 the server, .2 the client's kernel address, .3 to .127
+// a native client's (NativePair.NativeAddrs), .128 to .253 the client's
+// further kernel addresses.
+const (
+	firstExtraClient = 128
+	MaxClientAddrs   = 1 + 253 - firstExtraClient + 1 // .2 and .128-.253
+	MaxNativeAddrs   = firstExtraClient - 3           // .3-.127
+)
 
 // Close removes the veth pair and the namespaces. Idempotent; safe on a
 // partly built lab.

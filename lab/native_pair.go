@@ -42,6 +42,19 @@ func NewNativePair(c Config) (*NativePair, error) {
 	return &NativePair{Lab: l, ClientNativeIP: Host(l.Subnet, 3)}, nil
 }
 
+// NativeAddrs are n addresses for a native client, from ClientNativeIP on
+// (.3 to .127): on no kernel interface, each with the whole port range.
+func (p *NativePair) NativeAddrs(n int) ([]netip.Addr, error) {
+	if n < 1 || n > MaxNativeAddrs {
+		return nil, fmt.Errorf("native pair: %d native client addresses, want 1 to %d", n, MaxNativeAddrs)
+	}
+	addrs := make([]netip.Addr, n)
+	for i := range addrs {
+		addrs[i] = Host(p.Subnet, byte(3+i))
+	}
+	return addrs, nil
+}
+
 // NativeClientArgs are the wreck flags that put a native client on the
 // pair's client end (run it inside ClientNS, or add --netns).
 func (p *NativePair) NativeClientArgs() []string {

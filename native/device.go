@@ -19,9 +19,12 @@ import (
 // Config is the native stack on one interface. Zero fields take the
 // defaults in brackets.
 type Config struct {
-	Iface   string     // the interface whose rx queues the shards own (Device.Owned)
-	Netns   string     // named network namespace of Iface ["": the process's]
-	Addr    netip.Addr // our IPv4 address (a client's: one no kernel interface holds)
+	Iface string     // the interface whose rx queues the shards own (Device.Owned)
+	Netns string     // named network namespace of Iface ["": the process's]
+	Addr  netip.Addr // our IPv4 address (a client's: one no kernel interface holds)
+	// Aliases are more IPv4 addresses of ours on the link, in the same
+	// subnet (a client's sources beyond Addr's ports: netstack.Config.Aliases).
+	Aliases []netip.Addr
 	Netmask netip.Addr // [255.255.255.0]
 	Gateway netip.Addr // next hop to off-link peers [none]
 	MTU     int        // the largest IP MTU to use, lowered to the interface's [1500]
@@ -93,6 +96,11 @@ func Open(cfg Config) (_ *Device, err error) {
 	}
 	if !cfg.Addr.Is4() {
 		return nil, fmt.Errorf("native: address %v is not IPv4", cfg.Addr)
+	}
+	for _, a := range cfg.Aliases {
+		if !a.Is4() {
+			return nil, fmt.Errorf("native: alias %v is not IPv4", a)
+		}
 	}
 	if !cfg.Netmask.IsValid() {
 		cfg.Netmask = netip.AddrFrom4([4]byte{255, 255, 255, 0})
@@ -303,7 +311,12 @@ func (d *Device) check() error {
 		return &QueueError{Iface: c.Iface, Have: nq, Need: c.Queues}
 	}
 	if c.PortLo != 0 {
-		return kernelFree(c.Addr)
+		for _, a := range append([]netip.Addr{c.Addr}, c.Aliases...) {
+			if err := kernelFree(a); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if c.OwnsAddr != nil {
 		d.allTCP = *c.OwnsAddr
@@ -324,6 +337,7 @@ func (d *Device) attach() error {
 	var err error
 	d.prog, err = afxdp.NewProgram(afxdp.ProgramConfig{
 		IP:        c.Addr,
+		Aliases:   c.Aliases,
 		Ports:     c.Ports,
 		MaxQueues: max(64, d.rxq),
 		MaxPorts:  max(1024, len(c.Ports)+span),

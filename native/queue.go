@@ -156,6 +156,10 @@ func (d *Device) newStack(q *Queue, tc netstack.TCPConfig) (err error) {
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
 	sc.Netmask, _ = netstack.IPv4AddrFrom(d.cfg.Netmask)
+	for _, a := range d.cfg.Aliases {
+		v, _ := netstack.IPv4AddrFrom(a)
+		sc.Aliases = append(sc.Aliases, v)
+	}
 	if d.cfg.Gateway.IsValid() {
 		sc.Gateway, _ = netstack.IPv4AddrFrom(d.cfg.Gateway)
 	}

@@ -122,13 +122,13 @@ func (s *Stack) arpInput(e Ethernet) {
 		s.stats.ARPBadSender++
 		return
 	}
-	if spa == s.cfg.Addr {
+	if s.ours(spa) {
 		// Someone else uses our address (or our own frame came back): never
 		// cache it, never answer it.
 		s.stats.ARPConflict++
 		return
 	}
-	forUs := tpa == s.cfg.Addr
+	forUs := s.ours(tpa)
 	// RFC 826 merge: update the sender if known; add it when it asks for
 	// us (it is about to talk to us). An unsolicited reply only updates, as
 	// Linux does with arp_accept=0, so it cannot plant entries; a reply we
@@ -146,11 +146,17 @@ func (s *Stack) arpInput(e Ethernet) {
 		return
 	}
 	s.stats.ARPRequestsRx++
-	s.sendARP(ARPReply, sha, sha, spa)
+	s.sendARPFrom(tpa, ARPReply, sha, sha, spa)
 }
 
-// sendARP sends an ARP packet from us to ethDst, with target tha/tpa.
+// sendARP sends an ARP packet from us (Addr) to ethDst, with target tha/tpa.
 func (s *Stack) sendARP(op uint16, ethDst, tha MAC, tpa IPv4Addr) {
+	s.sendARPFrom(s.cfg.Addr, op, ethDst, tha, tpa)
+}
+
+// sendARPFrom is sendARP with sender address spa (a reply for an alias
+// comes from the alias).
+func (s *Stack) sendARPFrom(spa IPv4Addr, op uint16, ethDst, tha MAC, tpa IPv4Addr) {
 	f, ok := s.allocTx()
 	if !ok {
 		return
@@ -161,7 +167,7 @@ func (s *Stack) sendARP(op uint16, ethDst, tha MAC, tpa IPv4Addr) {
 		return
 	}
 	(&EthernetFields{Dst: ethDst, Src: s.cfg.MAC, Type: EtherTypeARP}).Encode(f.Buf)
-	(&ARPFields{Op: op, SenderMAC: s.cfg.MAC, SenderIP: s.cfg.Addr, TargetMAC: tha, TargetIP: tpa}).Encode(f.Buf[EthernetHeaderLen:])
+	(&ARPFields{Op: op, SenderMAC: s.cfg.MAC, SenderIP: spa, TargetMAC: tha, TargetIP: tpa}).Encode(f.Buf[EthernetHeaderLen:])
 	s.queueTx(f, EthernetHeaderLen+ARPLen)
 	if op == ARPReply {
 		s.stats.ARPRepliesTx++

@@ -41,5 +41,5 @@ func (s *Stack) icmpInput(ip IPv4) {
 	check := ChecksumUpdate16(m.Checksum(), ICMPv4EchoRequest<<8|code, ICMPv4EchoReply<<8|code)
 	r[icmpChecksum], r[icmpChecksum+1] = byte(check>>8), byte(check)
 	s.stats.ICMPEchoReplies++
-	s.sendIPv4(f, ip.Src(), ProtoICMP, len(r))
+	s.sendIPv4From(f, ip.Dst(), ip.Src(), ProtoICMP, len(r)) // from the address asked
 }

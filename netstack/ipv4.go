@@ -52,11 +52,11 @@ func (s *Stack) ipv4Input(e Ethernet) {
 		return
 	}
 	src, dst := ip.Src(), ip.Dst()
-	if s.martian(src) || src == s.cfg.Addr || src == s.subnetBcast {
+	if s.martian(src) || s.ours(src) || src == s.subnetBcast {
 		s.stats.IPv4BadSrc++
 		return
 	}
-	if dst != s.cfg.Addr {
+	if !s.ours(dst) {
 		if dst == IPv4Broadcast || dst == s.subnetBcast {
 			s.stats.IPv4Broadcast++
 		} else {
@@ -134,6 +134,11 @@ func (s *Stack) allocIPv4() (f Frame, payload []byte, ok bool) {
 // full or when resolution fails) and an ARP request goes out. The frame is
 // the stack's after this call in every case.
 func (s *Stack) sendIPv4(f Frame, dst IPv4Addr, proto uint8, payloadLen int) {
+	s.sendIPv4From(f, s.cfg.Addr, dst, proto, payloadLen)
+}
+
+// sendIPv4From is sendIPv4 from src, Addr or one of its aliases.
+func (s *Stack) sendIPv4From(f Frame, src, dst IPv4Addr, proto uint8, payloadLen int) {
 	if payloadLen < 0 || payloadLen > s.mtu-IPv4MinHeaderLen || txPayloadOff+payloadLen > len(f.Buf) {
 		s.stats.TxTooBig++
 		s.freeTx(f)
@@ -148,6 +153,9 @@ func (s *Stack) sendIPv4(f Frame, dst IPv4Addr, proto uint8, payloadLen int) {
 	}
 	n := txPayloadOff + payloadLen
 	s.writeHeaders(f.Buf, dst, proto, uint16(IPv4MinHeaderLen+payloadLen))
+	if src != s.cfg.Addr {
+		setIPv4Src(f.Buf[txIPv4Off:txPayloadOff], src)
+	}
 	if bcast {
 		Ethernet(f.Buf).SetDst(MACBroadcast)
 		s.queueTx(f, n)
@@ -175,6 +183,14 @@ func (t *txTemplate) init(mac MAC, src IPv4Addr) {
 	(&IPv4Fields{Flags: IPv4FlagDF, TTL: 64, Src: src}).Encode(t.b[txIPv4Off:])
 	t.b[txIPv4Off+ipChecksum], t.b[txIPv4Off+ipChecksum+1] = 0, 0
 	t.sum = ChecksumAdd(0, t.b[txIPv4Off:])
+}
+
+// setIPv4Src puts src into the option-less IPv4 header ip, which holds the
+// template's, and sums the header again (only an alias's packets pay it).
+func setIPv4Src(ip []byte, src IPv4Addr) {
+	copy(ip[ipSrc:], src[:])
+	ip[ipChecksum], ip[ipChecksum+1] = 0, 0
+	binary.BigEndian.PutUint16(ip[ipChecksum:], Checksum(ip))
 }
 
 // writeHeaders writes the Ethernet (destination left zero) and IPv4 headers

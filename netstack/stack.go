@@ -9,8 +9,14 @@ import (
 
 // Config is a stack's fixed configuration. Zero limits take the defaults.
 type Config struct {
-	MAC     MAC      // our Ethernet address
-	Addr    IPv4Addr // our IPv4 address
+	MAC  MAC      // our Ethernet address
+	Addr IPv4Addr // our IPv4 address
+	// Aliases are more addresses of ours on the same link, answered as
+	// Addr is (ARP, ICMP, TCP), and the sources of TCP's active opens once
+	// Addr's ports are taken: a load generator holds more connections to
+	// one server than one address has ports. Few: each received packet
+	// whose destination is not Addr is checked against each.
+	Aliases []IPv4Addr
 	Netmask IPv4Addr // on-link prefix, e.g. 255.255.0.0
 	Gateway IPv4Addr // next hop for off-link destinations; zero: none (off-link is TxNoRoute)
 
@@ -115,7 +121,13 @@ func NewStack(cfg Config) (*Stack, error) {
 	if s.martian(cfg.Addr) || cfg.Addr == s.subnetBcast || (bits.OnesCount32(mask) < 31 && cfg.Addr.Uint32()&^mask == 0) {
 		return nil, fmt.Errorf("netstack: address %v/%d is not a usable host address", cfg.Addr, bits.OnesCount32(mask))
 	}
-	if cfg.Gateway != IPv4Zero && (!s.onLink(cfg.Gateway) || cfg.Gateway == cfg.Addr || cfg.Gateway == s.subnetBcast) {
+	for _, a := range cfg.Aliases {
+		if !s.onLink(a) || a == cfg.Addr || s.martian(a) || a == s.subnetBcast || a.Uint32() == s.net {
+			return nil, fmt.Errorf("netstack: alias %v is not another usable host address of %v/%d", a, cfg.Addr, bits.OnesCount32(mask))
+		}
+	}
+	s.cfg.Aliases = append([]IPv4Addr(nil), cfg.Aliases...)
+	if cfg.Gateway != IPv4Zero && (!s.onLink(cfg.Gateway) || s.ours(cfg.Gateway) || cfg.Gateway == s.subnetBcast) {
 		return nil, errors.New("netstack: gateway " + cfg.Gateway.String() + " is not in our subnet: pick an on-link gateway")
 	}
 	if cfg.Batch > 1024 || cfg.PendingMax > 1<<16 || cfg.ARPCacheSize > 1<<20 {
@@ -341,4 +353,17 @@ func (s *Stack) submitTx() {
 	s.stats.TxFrames += uint64(len(s.txOut))
 	clear(s.txOut) // drop references to link buffers
 	s.txOut = s.txOut[:0]
+}
+
+// ours reports whether a is one of our addresses: Addr or an alias.
+func (s *Stack) ours(a IPv4Addr) bool {
+	if a == s.cfg.Addr {
+		return true
+	}
+	for _, b := range s.cfg.Aliases {
+		if a == b {
+			return true
+		}
+	}
+	return false
 }

@@ -67,13 +67,14 @@ type tcpSink interface {
 
 // TCPConfig sets up one shard's TCP layer. Zero fields take the defaults noted.
 type TCPConfig struct {
-	Addr       IPv4Addr // our IPv4 address (source of active opens)
-	MaxConns   int      // connections in all states; default 4096. Beyond it the oldest TIME-WAIT is recycled, else the SYN is dropped and counted
-	SynBacklog int      // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
-	MSS        uint16   // MSS we announce (MTU-40); default 1460
-	RcvBuf     int      // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
-	RcvBufs    int      // buffers in the shard's pool (lent only while a connection holds bytes); default MaxConns
-	Seed       uint64   // keys the ISN, SYN cookies and table hash; random in production, fixed in tests
+	Addr       IPv4Addr   // our IPv4 address (source of active opens)
+	Aliases    []IPv4Addr // more sources of active opens, each taken when the one before has no port free
+	MaxConns   int        // connections in all states; default 4096. Beyond it the oldest TIME-WAIT is recycled, else the SYN is dropped and counted
+	SynBacklog int        // SYN_RECEIVED entries before SYN cookies; default MaxConns/4
+	MSS        uint16     // MSS we announce (MTU-40); default 1460
+	RcvBuf     int        // receive window and reassembly buffer per connection; default 64 KiB, at most 1 GiB
+	RcvBufs    int        // buffers in the shard's pool (lent only while a connection holds bytes); default MaxConns
+	Seed       uint64     // keys the ISN, SYN cookies and table hash; random in production, fixed in tests
 
 	TrustChecksum bool // skip verifying the TCP checksum (the NIC did)
 	NoTimestamps  bool // do not negotiate RFC 7323 timestamps
@@ -270,6 +271,7 @@ type tcpLayer struct {
 	txRings   []*tcpTxRingBuf // free RACK rings
 	txMade    int
 	nextPort  uint16
+	nextAddr  int  // the source address (index into Addr, Aliases) the next active open tries first
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
 	// Memory (tcp_mem.go): rbufs holds buffers of RcvBuf bytes.
@@ -392,13 +394,19 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 	if !l.roomForConn() {
 		return TCPHandle{}, ErrTCPTableFull
 	}
-	k := tcpKey{raddr: ip4(raddr), laddr: ip4(l.cfg.Addr), rport: rport}
+	k := tcpKey{raddr: ip4(raddr), rport: rport}
 	span := int(l.cfg.PortHi-l.cfg.PortLo) + 1
-	for i := 0; i < span; i++ {
+	addrs := 1 + len(l.cfg.Aliases)
+	for i := 0; i < span*addrs; i++ {
 		p := l.nextPort
+		k.laddr = l.source(l.nextAddr)
 		l.nextPort++
 		if l.nextPort > l.cfg.PortHi || l.nextPort < l.cfg.PortLo {
+			// Every port of this address tried: on to the next.
 			l.nextPort = l.cfg.PortLo
+			if l.nextAddr++; l.nextAddr == addrs {
+				l.nextAddr = 0
+			}
 		}
 		if l.cfg.PortFilter != nil && !l.cfg.PortFilter(p) {
 			continue
@@ -437,6 +445,14 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		return TCPHandle{id: c.id, gen: c.gen}, nil
 	}
 	return TCPHandle{}, ErrTCPNoPort
+}
+
+// source is active open source address i: Addr, then the aliases.
+func (l *tcpLayer) source(i int) uint32 {
+	if i == 0 {
+		return ip4(l.cfg.Addr)
+	}
+	return ip4(l.cfg.Aliases[i-1])
 }
 
 // input takes one TCP segment (the IPv4 payload) from src to dst.

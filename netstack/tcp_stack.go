@@ -18,7 +18,7 @@ var errTCPOff = errors.New("netstack: TCP not enabled: call EnableTCP first")
 // The MSS we announce is cfg.MSS (default 1460), lowered to the link's MTU
 // minus 40 at the first Poll.
 func (s *Stack) EnableTCP(cfg TCPConfig) {
-	cfg.Addr = s.cfg.Addr
+	cfg.Addr, cfg.Aliases = s.cfg.Addr, s.cfg.Aliases
 	cfg.TrustChecksum = cfg.TrustChecksum || s.cfg.TrustRxChecksums
 	s.tcp = newTCPLayer(cfg, &stackTCPSink{s: s}, time.Time{})
 }
@@ -130,9 +130,9 @@ func (s *Stack) tcpPoll(now time.Time) int64 {
 // per segment (tcpSink) keeps the layer testable without a Stack; it costs
 // a few ns against the segment's checksum and copy.
 type stackTCPSink struct {
-	s   *Stack
-	f   Frame
-	dst IPv4Addr
+	s        *Stack
+	f        Frame
+	src, dst IPv4Addr
 }
 
 func (k *stackTCPSink) tcpBuf(raddr, laddr uint32, n int) []byte {
@@ -145,11 +145,11 @@ func (k *stackTCPSink) tcpBuf(raddr, laddr uint32, n int) []byte {
 		k.s.stats.TxTooBig++
 		return nil
 	}
-	k.f, k.dst = f, IPv4AddrFromUint32(raddr)
+	k.f, k.src, k.dst = f, IPv4AddrFromUint32(laddr), IPv4AddrFromUint32(raddr)
 	return p
 }
 
 func (k *stackTCPSink) tcpSend(n int) {
-	k.s.sendIPv4(k.f, k.dst, ProtoTCP, n)
+	k.s.sendIPv4From(k.f, k.src, k.dst, ProtoTCP, n)
 	k.f = Frame{}
 }

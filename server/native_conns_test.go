@@ -15,10 +15,11 @@ import (
 	"percore/wreck"
 )
 
-var soakConns = flag.Int("soak-conns", 20000, "TestNativeConnsSoak: keep-alive connections held at once (at most 28232: the client's source ports on one address)")
+var soakConns = flag.Int("soak-conns", 20000, "TestNativeConnsSoak: keep-alive connections held at once (at most 129024: the client's two addresses of 64512 source ports)")
 
 // TestNativeConnsSoak holds many keep-alive connections at once: native
-// wreck (2 shards, one AF_XDP queue each) opens them all together: a burst
+// wreck (2 shards, one AF_XDP queue each, from two addresses so that
+// -soak-conns may pass the ports of one) opens them all together: a burst
 // of 10,000 SYNs on each server queue, more than the SYN backlog of the
 // default sizing (8192), so SYN cookies answer the rest. It sends requests on
 // them for 3 s (closed loop), then resets them and leaves. Resets the
@@ -48,7 +49,7 @@ func TestNativeConnsSoak(t *testing.T) {
 	})
 	o, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ServerIf,
 		"--host-ipv4-addr", pair.ServerIP.String(), "--port", "80", "--cpuset", shard.FormatCPUs(cpus),
-		"--docroot", docroot, "--stop-timeout", "2s", "--idle-timeout", "1s"}, nil)
+		"--docroot", docroot, "--stop-timeout", "2s", "--idle-timeout", "1s", "--max-connections", fmt.Sprint(max(16384, n/2+n/8))}, nil)
 	must(t, err)
 	o.Native.Logf = t.Logf
 	o.Native.tcp = func(c *netstack.TCPConfig) { c.Retries = 3 }
@@ -64,7 +65,10 @@ func TestNativeConnsSoak(t *testing.T) {
 	})
 	idle := shard.Merge(srv.Stats())
 
+	addrs, err := pair.NativeAddrs(2)
+	must(t, err)
 	args := append(pair.NativeClientArgs(), "--netns", pair.ClientNS.Name,
+		"--host-ipv4-addr", fmt.Sprintf("%s-%s", addrs[0], addrs[1]), "--source-ports", "1024-65535",
 		"--server", fmt.Sprintf("%s:80", pair.ServerIP), "--smp", "2", "--cpuset", shard.FormatCPUs(cpus),
 		"--xdp-frames", "65536", "--conn", fmt.Sprint(n),
 		"--path", "/a.txt", "--duration", "3s", "--timeout", "20s")

@@ -45,12 +45,18 @@ type acct struct {
 
 	hist *hdrhistogram.Histogram // latency, ns
 	lag  *hdrhistogram.Histogram // --rate: send time minus intended send time, ns
+	conn *hdrhistogram.Histogram // connect start to established, ns
 	cnt  Counters
 	pub  published
 
 	now         int64 // ns since epoch: the loop's time for the current callback
 	t0, stopped int64 // when the shard began and ended its run
 	begun       bool
+
+	// The measured interval begins at t0, or with --warmup at warmedAt (0
+	// until the warm-up ends): responses, bytes and latencies count from
+	// there; connects, connect times and errors count over the whole run.
+	warmup, warmedAt int64
 
 	// Requests: budget is what this shard completes before it stops (<0: no
 	// cap); issued counts requests taken (in flight or done); done counts those
@@ -70,11 +76,19 @@ type acct struct {
 	saturated bool // the last scan found no conn with room
 	cursor    int  // where the next dispatch scan starts
 
+	// Connect pacing (--connect-rate): the shard's connect i may start at
+	// t0 + i*connIv; connIv 0: no pacing.
+	connIv   float64
+	connNext int64
+
+	swept int // the next slot a tick checks for timeouts (see tickSlots)
+
 	// The shard's (nil in tests that drive a client by hand).
 	sh                 *shard.Shard
 	tickT, endT, sendT shard.Timer
-	onTick             func() // the client mode's tick: timeouts and back-offs
-	ended              func() // tells the control plane this shard's run is over
+	connT              shard.Timer // wakes the loop when the next paced connect may start
+	onTick             func()      // the client mode's tick: timeouts and back-offs
+	ended              func()      // tells the control plane this shard's run is over
 
 	nap time.Duration // see retune
 }
@@ -82,7 +96,13 @@ type acct struct {
 // newAcct is shard id's accounting for conns connections and a budget of
 // requests (<0: none).
 func newAcct(id int, cfg *Config, conns int, budget int64) *acct {
-	a := &acct{id: id, cfg: cfg, slots: conns, hist: newHist(), budget: budget, rate: cfg.Rate > 0}
+	a := &acct{id: id, cfg: cfg, slots: conns, hist: newHist(), conn: newHist(), budget: budget, rate: cfg.Rate > 0}
+	if cfg.Workload == "" {
+		a.warmup = int64(cfg.Warmup)
+	}
+	if cfg.ConnectRate > 0 {
+		a.connIv = float64(time.Second) * float64(cfg.SMP) / cfg.ConnectRate
+	}
 	if a.rate {
 		a.lag = newHist()
 		a.iv = float64(time.Second) * float64(cfg.SMP) / cfg.Rate
@@ -98,6 +118,7 @@ func (a *acct) attach(sh *shard.Shard, onTick func()) {
 	a.tickT.Init(a.onTickTimer)
 	a.endT.Init(func(now time.Time) { a.setNow(now); a.end() })
 	a.sendT.Init(func(time.Time) {}) // only wakes the loop: its poller dispatches
+	a.connT.Init(func(time.Time) {}) // only wakes the loop: its poller connects
 }
 
 // setNow takes the loop's time for the callback under way.
@@ -122,9 +143,31 @@ func (a *acct) onTickTimer(now time.Time) {
 	if a.finished {
 		return
 	}
+	if a.warmup > 0 && a.warmedAt == 0 && a.now-a.t0 >= a.warmup {
+		a.endWarmup()
+	}
 	a.onTick()
 	a.publish()
 	a.sh.Wheel().Start(&a.tickT, at(a.now+int64(tick)))
+}
+
+// endWarmup starts the measured interval now (the plain workload's
+// --warmup; SPECweb99 keeps its own).
+func (a *acct) endWarmup() {
+	a.warmedAt = a.now
+	a.hist.Reset()
+	if a.lag != nil {
+		a.lag.Reset()
+	}
+	a.cnt.Responses, a.cnt.Bytes = 0, 0
+}
+
+// measuredFrom is when the shard's measured interval began.
+func (a *acct) measuredFrom() int64 {
+	if a.warmedAt > 0 {
+		return a.warmedAt
+	}
+	return a.t0
 }
 
 // end ends the shard's run (its budget is done, its deadline passed, or Run
@@ -144,6 +187,7 @@ func (a *acct) end() {
 		w.Stop(&a.tickT)
 		w.Stop(&a.endT)
 		w.Stop(&a.sendT)
+		w.Stop(&a.connT)
 	}
 	if a.ended != nil {
 		a.ended()
@@ -178,6 +222,26 @@ func (a *acct) retune() {
 	}
 }
 
+// A tick checks every slot of a shard of up to sweepAll; a larger shard's
+// slots are checked a share at a time, each once in sweepTicks ticks (100
+// ms), so that a million idle connections do not cost a pass every tick.
+const (
+	sweepAll   = 8192
+	sweepTicks = 10
+)
+
+// tickSlots is the run of slots this tick checks: n from from on, wrapping.
+func (a *acct) tickSlots() (from, n int) {
+	if a.slots <= sweepAll {
+		return 0, a.slots
+	}
+	from, n = a.swept, (a.slots+sweepTicks-1)/sweepTicks
+	if a.swept += n; a.swept >= a.slots {
+		a.swept -= a.slots
+	}
+	return from, n
+}
+
 func (a *acct) publish() {
 	a.pub.responses.Store(a.cnt.Responses)
 	a.pub.failures.Store(a.cnt.failures())
@@ -185,6 +249,29 @@ func (a *acct) publish() {
 }
 
 func (a *acct) record(lat int64) { recordNs(a.hist, lat) }
+
+// recordConnect records a connection established now that began at since.
+func (a *acct) recordConnect(since int64) {
+	a.cnt.Connects++
+	recordNs(a.conn, a.now-since)
+}
+
+// mayConnect reports whether a connect may start now under --connect-rate,
+// and counts it if so; if not, the shard's loop is woken when one may.
+func (a *acct) mayConnect() bool {
+	if a.connIv == 0 {
+		return true
+	}
+	t := a.t0 + int64(float64(a.connNext)*a.connIv)
+	if t > a.now {
+		if a.sh != nil && (!a.connT.Armed() || !at(t).Equal(a.connT.When())) {
+			a.sh.Wheel().Start(&a.connT, at(t))
+		}
+		return false
+	}
+	a.connNext++
+	return true
+}
 
 // finish counts a request as done and ends the run when the budget is.
 func (a *acct) finish() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,11 +28,18 @@ type Config struct {
 	Headers   []string      // extra "Name: value" request headers
 	KeepAlive bool          // false: one connection per request (connection rate)
 	Rate      float64       // open loop: requests per second in total (0: closed loop)
-	Timeout   time.Duration // per request (and per connect)
-	CheckSeq  bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
-	MaxHead   int           // largest response header section accepted (0: 16 KiB)
-	Native    NativeConfig  // --network-stack native (native.go); zero: kernel sockets
-	TLS       TLSConfig     // --tls (tls.go)
+	// ConnectRate paces connects: at most this many a second in total,
+	// first connects and reconnects alike (0: as fast as they go).
+	ConnectRate float64
+	Timeout     time.Duration // per request (and per connect)
+	CheckSeq    bool          // stamp X-Wreck-Seq on each request; responses must echo it in order
+	MaxHead     int           // largest response header section accepted (0: 16 KiB)
+	// Sources are the client's own addresses (--host-ipv4-addr): on the
+	// native stack its address and aliases, on kernel sockets the kernel's
+	// addresses each connection is bound to in turn (nil: the kernel picks).
+	Sources []netip.Addr
+	Native  NativeConfig // --network-stack native (native.go); zero: kernel sockets
+	TLS     TLSConfig    // --tls (tls.go)
 
 	// The SPECweb99 workload (specweb_run.go): Conns paced users in place
 	// of Path, Pipeline and Rate.
@@ -87,6 +95,10 @@ func (c *Config) validate() error {
 		return errors.New("--pipeline needs keep-alive: drop --keepalive=false or use --pipeline 1")
 	case c.Rate < 0:
 		return fmt.Errorf("--rate %v: must be 0 (closed loop) or positive", c.Rate)
+	case c.ConnectRate < 0:
+		return fmt.Errorf("--connect-rate %v: must be 0 (unpaced) or positive", c.ConnectRate)
+	case c.ConnectRate > 0 && !c.KeepAlive:
+		return errors.New("--connect-rate paces keep-alive connections: one connection per request is paced by --rate")
 	case c.Timeout <= 0:
 		return fmt.Errorf("--timeout %v: must be positive", c.Timeout)
 	case !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \r\n\t"):
@@ -117,13 +129,42 @@ func (c *Config) validate() error {
 	if err := c.TLS.validate(c); err != nil {
 		return err
 	}
-	var lim unix.Rlimit
-	if !c.Native.Enabled && unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && uint64(c.Conns)+64 > lim.Cur {
-		return fmt.Errorf("--conn %d needs more open files than the limit of %d: raise it (ulimit -n) or lower --conn", c.Conns, lim.Cur)
+	if !c.Native.Enabled {
+		if err := checkFileLimit(uint64(c.Conns) + fileSlack); err != nil {
+			return fmt.Errorf("--conn %d: %w: lower --conn, raise the hard limit, or use --network-stack native (no descriptor a connection)", c.Conns, err)
+		}
 	}
 	host, port, err := net.SplitHostPort(c.Server)
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
 		return fmt.Errorf("--server %q: want host:port, e.g. 127.0.0.1:8080", c.Server)
+	}
+	return nil
+}
+
+// fileSlack is the descriptors a kernel-socket run needs beside one a
+// connection: epoll, eventfds, stdio, the runtime's.
+const fileSlack = 64
+
+// checkFileLimit reports whether the hard limit on open files allows need.
+func checkFileLimit(need uint64) error {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && need > lim.Max {
+		return fmt.Errorf("needs %d open files, the hard limit is %d", need, lim.Max)
+	}
+	return nil
+}
+
+// raiseFileLimit raises the soft limit on open files to need (within the
+// hard limit, which checkFileLimit checked: a process may do that
+// unprivileged).
+func raiseFileLimit(need uint64) error {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil || need <= lim.Cur {
+		return nil
+	}
+	lim.Cur = min(need, lim.Max)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("raise the open file limit to %d: %v", need, err)
 	}
 	return nil
 }

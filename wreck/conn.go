@@ -24,6 +24,7 @@ type conn struct {
 	state  cstate
 	queued bool // on the shard's pending list
 	outOn  bool // EPOLLOUT is in the socket's epoll interest
+	paced  bool // waiting for --connect-rate on the shard's paced list
 	p      parser
 
 	carry []byte // unparsed tail of the last read (an incomplete head)

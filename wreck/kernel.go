@@ -23,13 +23,16 @@ type kclient struct {
 	src    shard.SourceID
 	sa     unix.Sockaddr // this shard's own copy: connect(2) writes into it
 	family int
+	binder *sourceBinder // nil: the kernel picks the source address
 
-	conns   []conn
-	rbuf    []byte // read buffer shared by this shard's conns
-	reqLen  int
-	seqOff  int     // offset of the sequence digits in a request; -1 without CheckSeq
-	pending []int32 // conns to (re)connect or refill after this batch of events
-	closed  bool    // every socket closed: the run is over
+	conns     []conn
+	rbuf      []byte // read buffer shared by this shard's conns
+	reqLen    int
+	seqOff    int     // offset of the sequence digits in a request; -1 without CheckSeq
+	pending   []int32 // conns to (re)connect or refill after this batch of events
+	paced     []int32 // idle conns waiting for --connect-rate, oldest first from pacedHead
+	pacedHead int
+	closed    bool // every socket closed: the run is over
 }
 
 // newKClient builds a's connections to sa on shard sh and registers them
@@ -37,10 +40,12 @@ type kclient struct {
 func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []byte, seqOff int) *kclient {
 	s := &kclient{
 		acct: a, sh: sh, sa: ownSockaddr(sa), family: family,
+		binder: newSourceBinder(a.cfg.Sources, a.id),
 		conns:  make([]conn, a.slots),
 		rbuf:   make([]byte, readBuf),
 		reqLen: len(req), seqOff: seqOff,
 		pending: make([]int32, 0, a.slots),
+		paced:   make([]int32, 0, a.slots),
 	}
 	k := a.cfg.Pipeline
 	shared := make([]byte, 0, k*len(req))
@@ -83,6 +88,7 @@ func (s *kclient) Poll(now time.Time) bool {
 		s.closeConns()
 		return false
 	}
+	s.runPaced()
 	s.runPending()
 	if s.rate {
 		s.dispatch()
@@ -141,6 +147,25 @@ func (s *kclient) runPending() {
 	}
 }
 
+// runPaced connects the conns that waited for --connect-rate, as far as it
+// allows now.
+func (s *kclient) runPaced() {
+	for s.pacedHead < len(s.paced) && s.mayConnect() {
+		c := &s.conns[s.paced[s.pacedHead]]
+		s.pacedHead++
+		c.paced = false
+		if c.state == cIdle {
+			s.dial(c)
+		}
+	}
+	if s.pacedHead > 0 && s.pacedHead >= cap(s.paced)/2 {
+		// Reclaim the taken half, so that appends stay within the
+		// capacity (every slot is on the list at most once).
+		n := copy(s.paced, s.paced[s.pacedHead:])
+		s.paced, s.pacedHead = s.paced[:n], 0
+	}
+}
+
 // event handles one epoll event for c.
 func (s *kclient) event(c *conn, ev uint32) {
 	gen := c.gen
@@ -172,8 +197,9 @@ func (s *kclient) event(c *conn, ev uint32) {
 // tick enforces timeouts and back-offs, and retunes the nap.
 func (s *kclient) tick() {
 	timeout := int64(s.cfg.Timeout)
-	for i := range s.conns {
-		c := &s.conns[i]
+	from, n := s.tickSlots()
+	for k := range n {
+		c := &s.conns[(from+k)%len(s.conns)]
 		switch c.state {
 		case cOpen:
 			if c.n > 0 && s.now-c.sent[c.head] > timeout {

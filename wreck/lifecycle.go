@@ -4,14 +4,32 @@ package wreck
 
 import "golang.org/x/sys/unix"
 
-// connect opens a non-blocking socket for c and starts connecting.
+// connect starts connecting c now, or once --connect-rate allows (in the
+// order asked).
 func (s *kclient) connect(c *conn) {
+	if c.paced {
+		return
+	}
+	if s.pacedHead < len(s.paced) || !s.mayConnect() {
+		c.paced = true
+		s.paced = append(s.paced, c.idx)
+		return
+	}
+	s.dial(c)
+}
+
+// dial opens a non-blocking socket for c and starts connecting.
+func (s *kclient) dial(c *conn) {
 	fd, err := unix.Socket(s.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.connectFailed(c)
 		return
 	}
 	c.fd, c.since = fd, s.now
+	if s.binder != nil && s.binder.bind(fd) != nil {
+		s.connectFailed(c)
+		return
+	}
 	c.gen = (c.gen + 1) & genMask
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.outOn = true
@@ -40,7 +58,7 @@ func (s *kclient) connectFailed(c *conn) {
 // connected starts the request flow on a fresh connection.
 func (s *kclient) connected(c *conn) {
 	c.state = cOpen
-	s.cnt.Connects++
+	s.recordConnect(c.since)
 	c.p.reset()
 	c.carry = c.carry[:0]
 	c.seqWant = c.seqSent

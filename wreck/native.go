@@ -20,12 +20,13 @@ import (
 type NativeConfig struct {
 	Enabled bool             // --network-stack native
 	Iface   string           // interface whose queues the shards own (--iface)
-	Addr    netip.Addr       // our IPv4 address on it (--host-ipv4-addr); not the kernel's
+	Addr    netip.Addr       // our IPv4 address on it (the first of --host-ipv4-addr); not the kernel's
+	Aliases []netip.Addr     // the rest of --host-ipv4-addr: more sources, each with the whole port range
 	Netmask netip.Addr       // (--netmask-ipv4-addr)
 	Gateway netip.Addr       // invalid: none (--gw-ipv4-addr)
 	Netns   string           // named network namespace the shards (and the XDP attach) enter (--netns); "": the process's
 	XDPMode afxdp.AttachMode // (--xdp-mode)
-	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames)
+	Frames  int              // UMEM frames per shard, a power of two (--xdp-frames); 0: sized for the shard's connections
 
 	BusyPoll int // preferred busy polling's budget per NAPI poll; 0: off (--busy-poll)
 
@@ -58,7 +59,6 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 	ip := func(dst *netip.Addr) func(string) error {
 		return func(s string) (err error) { *dst, err = parseIPv4(s); return err }
 	}
-	fs.Func("host-ipv4-addr", "native: the client's own IPv4 `address` on --iface (not one the kernel has)", ip(&n.Addr))
 	fs.Func("netmask-ipv4-addr", "native: netmask of --host-ipv4-addr (default 255.255.255.0)", ip(&n.Netmask))
 	fs.Func("gw-ipv4-addr", "native: IPv4 gateway to an off-link server (default: none)", ip(&n.Gateway))
 	fs.StringVar(&n.Netns, "netns", "", "native: named network namespace of --iface (default: this process's)")
@@ -66,7 +66,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		n.XDPMode, err = afxdp.ParseAttachMode(s)
 		return err
 	})
-	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default 4096)")
+	fs.IntVar(&n.Frames, "xdp-frames", 0, "native: UMEM frames per shard, a power of two (default: sized for the shard's share of --conn)")
 	fs.IntVar(&n.BusyPoll, "busy-poll", 0, "native: preferred busy polling with this `budget` of frames per NAPI poll, e.g. 64 (0: off)")
 	fs.Func("source-ports", "native: source port range `LO-HI`, split over the shards, or shared with --rss-key (default 32768-60999)", func(s string) error {
 		lo, hi, ok := strings.Cut(s, "-")
@@ -86,7 +86,7 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
-var nativeOnly = []string{"iface", "host-ipv4-addr", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table", "busy-poll"}
+var nativeOnly = []string{"iface", "netmask-ipv4-addr", "gw-ipv4-addr", "netns", "xdp-mode", "xdp-frames", "source-ports", "rss-key", "rss-table", "busy-poll"}
 
 // checkFlags reports a native-only flag given without --network-stack native.
 func (n *NativeConfig) checkFlags(fs *flag.FlagSet) error {
@@ -137,14 +137,14 @@ func (n *NativeConfig) validate(c *Config) error {
 	if !n.Enabled {
 		return nil
 	}
+	if len(c.Sources) > 0 {
+		n.Addr, n.Aliases = c.Sources[0], c.Sources[1:]
+	}
 	if !n.Netmask.IsValid() {
 		n.Netmask = netip.AddrFrom4([4]byte{255, 255, 255, 0})
 	}
 	if n.PortLo == 0 {
 		n.PortLo, n.PortHi = 32768, 60999
-	}
-	if n.Frames == 0 {
-		n.Frames = 4096
 	}
 	switch {
 	case n.Iface == "":
@@ -153,11 +153,13 @@ func (n *NativeConfig) validate(c *Config) error {
 		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
 	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
 		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
+	case len(n.Aliases) > 0 && len(n.RSSKey) > 0:
+		return errors.New("--rss-key takes one --host-ipv4-addr: its port filter hashes one source address")
 	case n.RSSTable < 0:
 		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
 	case n.BusyPoll < 0 || n.BusyPoll > 65535:
 		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)
-	case n.Frames < 64 || n.Frames&(n.Frames-1) != 0:
+	case n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0):
 		return fmt.Errorf("--xdp-frames %d: want a power of two, at least 64", n.Frames)
 	}
 	if _, err := serverAddr(c.Server); err != nil {

@@ -28,13 +28,23 @@ type nclient struct {
 
 	conns      []nconn
 	retry      []int32 // slots to connect at the next step
-	connecting []int32 // slots whose handshake is under way
-	aborts     []int32 // slots to reset at the next step (a failure found inside Feed)
-	inStack    bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	woke       bool    // a connection was woken outside Stack.Poll: poll again before sleeping
-	down       bool    // the run is over and every connection reset
-	seqOff     int
-	reqLen     int
+	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
+	scan       int     // where checkConnecting goes on in connecting
+
+	// ready is the open loop's (--rate, keep-alive) open connections that
+	// may take another request, oldest first: a ring of slots, each at most
+	// once (inReady), so that a request finds its connection in O(1)
+	// however many slots are still connecting, and every connection gets
+	// its turn.
+	ready             []int32
+	readyHead, readyN int
+	aborts            []int32 // slots to reset at the next step (a failure found inside Feed)
+	inStack           bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	paced             bool    // slots wait on retry for --connect-rate: its timer wakes the shard
+	woke              bool    // a connection was woken outside Stack.Poll: poll again before sleeping
+	down              bool    // the run is over and every connection reset
+	seqOff            int
+	reqLen            int
 
 	nowT time.Time // the stack's time of this step
 }
@@ -54,19 +64,20 @@ func (e *nendpoint) Release(app netstack.TCPApp, now time.Time) {
 // for the whole run; a new TCP connection reuses it after the old one is
 // released.
 type nconn struct {
-	cl     *nclient
-	idx    int32
-	h      netstack.TCPHandle
-	state  cstate
-	live   bool // a TCB holds this app (from ConnectTCP until Release)
-	queued bool // on the retry list
+	cl      *nclient
+	idx     int32
+	h       netstack.TCPHandle
+	state   cstate
+	live    bool // a TCB holds this app (from ConnectTCP until Release)
+	queued  bool // on the retry list
+	inReady bool // on the ready ring
 	// closing is the Closing answer: TCP sends FIN after the output. failed:
 	// the slot's failure is counted and it waits for its reset; bytes that
 	// still arrive are dropped.
 	closing, failed bool
 	p               parser
 
-	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes
+	carry []byte // an incomplete header section or chunk line, at most maxHead+1 bytes; made on first use (see keep)
 
 	// req is a ring of Pipeline request slots; the pend bytes from una on
 	// (wrapping) are unsent or unacknowledged. Requests are appended whole,
@@ -92,6 +103,7 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
 		aborts:     make([]int32, 0, conns),
+		ready:      make([]int32, conns),
 		seqOff:     seqOff, reqLen: len(req),
 	}
 	c.ep.c = c
@@ -109,7 +121,6 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 		nc.cl, nc.idx = c, int32(i)
 		nc.start, nc.sent = make([]int64, k), make([]int64, k)
 		nc.p.maxHead = maxHead
-		nc.carry = make([]byte, 0, maxHead+1)
 		nc.req = shared
 		if seqOff >= 0 {
 			nc.req = append([]byte(nil), shared...)
@@ -118,13 +129,17 @@ func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff 
 	return c
 }
 
-// dispatch puts due requests (--rate) on connections with room, scanning
-// from the cursor (one-shot: idle slots connect with them); a full scan
-// without room marks the shard saturated until a slot frees room, as the
-// kernel mode's dispatch does.
+// dispatch puts due requests (--rate) on connections with room: keep-alive,
+// the ready ring's; one-shot, idle slots found scanning from the cursor,
+// which connect with them. No room marks the shard saturated until a slot
+// frees room, as the kernel mode's dispatch does.
 func (c *nclient) dispatch() {
 	s := c.acct
 	if s.saturated || !s.backlog() {
+		return
+	}
+	if c.cfg.KeepAlive {
+		c.dispatchReady()
 		return
 	}
 	for range c.conns {
@@ -144,6 +159,48 @@ func (c *nclient) dispatch() {
 		}
 	}
 	s.saturated = true
+}
+
+// dispatchReady puts due requests on the ready ring's connections, each
+// going back to the ring's end while it has room for more.
+func (c *nclient) dispatchReady() {
+	s := c.acct
+	for s.backlog() {
+		if c.readyN == 0 {
+			s.saturated = true
+			return
+		}
+		nc := &c.conns[c.ready[c.readyHead]]
+		if c.readyHead++; c.readyHead == len(c.ready) {
+			c.readyHead = 0
+		}
+		c.readyN--
+		nc.inReady = false
+		if nc.state != cOpen || nc.closing {
+			continue // closed since: it is offered again once open
+		}
+		issued := s.issued
+		c.fill(nc)
+		if s.issued != issued {
+			c.offer(nc)
+		} // else its output ring is full: Advance offers it again
+	}
+}
+
+// offer puts an open connection with room for a request on the ready
+// ring (open loop, keep-alive).
+func (c *nclient) offer(nc *nconn) {
+	if !c.acct.rate || !c.cfg.KeepAlive || nc.inReady || nc.state != cOpen || nc.closing || nc.n >= c.cfg.Pipeline {
+		return
+	}
+	i := c.readyHead + c.readyN
+	if i >= len(c.ready) {
+		i -= len(c.ready)
+	}
+	c.ready[i] = nc.idx
+	c.readyN++
+	nc.inReady = true
+	c.acct.saturated = false
 }
 
 // use sets the stack (TCP enabled) the connections open on, and its link.
@@ -169,8 +226,13 @@ func (c *nclient) Before(now time.Time) {
 		s.begin()
 		c.begin()
 	}
+	c.paced = false
 	for len(c.retry) > 0 && !s.finished {
 		nc := &c.conns[c.retry[len(c.retry)-1]]
+		if nc.state == cIdle && !nc.live && !s.mayConnect() {
+			c.paced = true
+			break
+		}
 		c.retry = c.retry[:len(c.retry)-1]
 		nc.queued = false
 		if nc.state == cIdle && !nc.live {
@@ -201,7 +263,7 @@ func (c *nclient) After(now time.Time) bool {
 		c.shutdown(now)
 		return false
 	}
-	busy := len(c.retry) > 0 || len(c.aborts) > 0 || c.woke
+	busy := (len(c.retry) > 0 && !c.paced) || len(c.aborts) > 0 || c.woke
 	if s.rate && !s.saturated && s.room() && s.rqN > 0 {
 		busy = true // given-back requests wait for a slot: dispatch again
 	}
@@ -230,36 +292,52 @@ func (c *nclient) connect(nc *nconn) {
 	c.connecting = append(c.connecting, nc.idx)
 }
 
+// connScan bounds checkConnecting's look at the handshakes under way, so
+// that tens of thousands of them (a burst of opens to a slow server) do not
+// cost every step a pass over all.
+const connScan = 1024
+
 // checkConnecting moves slots whose handshake completed to cOpen and starts
-// their requests.
+// their requests: at most connScan slots a step, going on where the last
+// step stopped.
 func (c *nclient) checkConnecting() {
-	j := 0
-	for _, i := range c.connecting {
-		nc := &c.conns[i]
-		if !nc.live || nc.state != cConnecting {
-			continue // released (refused, timed out) or reset
+	for range min(len(c.connecting), connScan) {
+		if c.scan >= len(c.connecting) {
+			c.scan = 0
 		}
-		if !c.stack.TCPEstablished(nc.h) {
-			c.connecting[j] = i
-			j++
-			continue
+		nc := &c.conns[c.connecting[c.scan]]
+		switch {
+		case !nc.live || nc.state != cConnecting:
+			c.unlistConnecting() // released (refused, timed out) or reset
+		case c.stack.TCPEstablished(nc.h):
+			c.unlistConnecting()
+			c.connected(nc)
+		default:
+			c.scan++
 		}
-		c.connected(nc)
 	}
-	c.connecting = c.connecting[:j]
+}
+
+// unlistConnecting removes the entry at the scan point (the last one takes
+// its place).
+func (c *nclient) unlistConnecting() {
+	last := len(c.connecting) - 1
+	c.connecting[c.scan] = c.connecting[last]
+	c.connecting = c.connecting[:last]
 }
 
 // connected starts the request flow on a fresh connection.
 func (c *nclient) connected(nc *nconn) {
 	s := c.acct
 	nc.state = cOpen
-	s.cnt.Connects++
+	s.recordConnect(nc.since)
 	nc.p.reset()
 	nc.carry = nc.carry[:0]
 	nc.seqWant = nc.seqSent
 	s.saturated = false
 	if c.cfg.KeepAlive {
 		c.fill(nc)
+		c.offer(nc)
 		return
 	}
 	nc.sent[nc.head] = s.now
@@ -342,6 +420,7 @@ func (nc *nconn) Advance(n int) {
 	}
 	if nc.cl.acct.rate {
 		nc.cl.acct.saturated = false // room in the ring again
+		nc.cl.offer(nc)
 	} else if nc.pend == 0 {
 		nc.cl.fill(nc) // a batch answered before its last bytes were acknowledged
 	}
@@ -409,7 +488,7 @@ func (c *nclient) parse(nc *nconn, data []byte, inCarry bool) (int, bool) {
 				}
 				return off, true
 			}
-			nc.carry = append(nc.carry[:0], data[off:]...)
+			nc.keep(data[off:])
 			return len(data), true
 		case pDone:
 			if !c.complete(nc) {
@@ -428,6 +507,16 @@ func (c *nclient) parse(nc *nconn, data []byte, inCarry bool) (int, bool) {
 		nc.carry = nc.carry[:0]
 	}
 	return off, true
+}
+
+// keep copies an incomplete tail from a frame into the carry, made on
+// first use: few slots ever need one, and a million slots cannot each hold
+// maxHead bytes.
+func (nc *nconn) keep(tail []byte) {
+	if nc.carry == nil {
+		nc.carry = make([]byte, 0, nc.p.maxHead+1)
+	}
+	nc.carry = append(nc.carry[:0], tail...)
 }
 
 // complete accounts one response on nc; it reports false if nc stops taking
@@ -462,6 +551,7 @@ func (c *nclient) complete(nc *nconn) bool {
 	if nc.n == 0 || s.rate {
 		s.saturated = false
 		c.fill(nc)
+		c.offer(nc)
 	}
 	return true
 }
@@ -575,8 +665,9 @@ func (c *nclient) tick() {
 	s := c.acct
 	c.nowT = at(s.now)
 	timeout := int64(c.cfg.Timeout)
-	for i := range c.conns {
-		nc := &c.conns[i]
+	from, n := s.tickSlots()
+	for k := range n {
+		nc := &c.conns[(from+k)%len(c.conns)]
 		switch {
 		case nc.state == cWait:
 			if s.now >= nc.wakeAt {

@@ -172,6 +172,23 @@ func TestNativeE2E(t *testing.T) {
 	})
 }
 
+// TestNativeAliases: native wreck with two addresses and two source ports
+// a shard holds four connections a shard: two on each address.
+func TestNativeAliases(t *testing.T) {
+	pair, srv, cpus := newNativeLab(t)
+	addrs, err := pair.NativeAddrs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := accepted(srv)
+	res := nativeRun(t, pair, srv, cpus, "--host-ipv4-addr", fmt.Sprintf("%s-%s", addrs[0], addrs[1]),
+		"--source-ports", "40000-40003", "--conn", "8", "--reqs", "4000")
+	checkRun(t, res, 4000, srv, before)
+	if res.Connects != 8 {
+		t.Errorf("%d connects, want 8 (keep-alive)", res.Connects)
+	}
+}
+
 // tlog writes the progress and summary lines into the test log.
 type tlog struct{ t *testing.T }
 

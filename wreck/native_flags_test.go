@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func TestNativeFlags(t *testing.T) {
 	if !n.Enabled || n.Iface != "veth0" || n.Addr != netip.MustParseAddr("198.18.0.3") || n.Gateway != netip.MustParseAddr("198.18.0.254") {
 		t.Errorf("native config %+v", n)
 	}
-	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 4096 || n.RSSTable != 0 || n.BusyPoll != 64 {
+	if n.Netmask != netip.MustParseAddr("255.255.255.0") || n.Frames != 0 || n.RSSTable != 0 || n.BusyPoll != 64 {
 		t.Errorf("defaults: netmask %v frames %d rss table %d", n.Netmask, n.Frames, n.RSSTable)
 	}
 	if lo, hi := n.shardPorts(0, 2); lo != 40000 || hi != 40499 {
@@ -28,6 +29,14 @@ func TestNativeFlags(t *testing.T) {
 	}
 	if lo, hi := n.shardPorts(1, 2); lo != 40500 || hi != 40999 {
 		t.Errorf("shard 1 ports %d-%d, want 40500-40999", lo, hi)
+	}
+
+	cfg, _, err = ParseFlags(native("--host-ipv4-addr", "198.18.0.3-198.18.0.5,198.18.0.9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.Native; n.Addr != netip.MustParseAddr("198.18.0.3") || fmt.Sprint(n.Aliases) != "[198.18.0.4 198.18.0.5 198.18.0.9]" {
+		t.Errorf("--host-ipv4-addr 198.18.0.3-198.18.0.5,198.18.0.9: address %v, aliases %v", n.Addr, n.Aliases)
 	}
 
 	cfg, _, err = ParseFlags(native("--rss-key", "6d:5a:56:da:25:5b:0e:c2:41:67:25:3d:43:a3:8f:b0"))
@@ -50,7 +59,11 @@ func TestNativeFlags(t *testing.T) {
 		{append([]string{"--network-stack", "native", "--host-ipv4-addr", "198.18.0.3"}, base...), "--iface is required"},
 		{append([]string{"--network-stack", "native", "--iface", "veth0"}, base...), "--host-ipv4-addr is required"},
 		{[]string{"--network-stack", "native", "--iface", "veth0", "--host-ipv4-addr", "198.18.0.3", "--server", "example.com:80"}, "needs an IPv4 address and port"},
-		{native("--host-ipv4-addr", "::1"), "want an IPv4 address"},
+		{native("--host-ipv4-addr", "::1"), "want addresses like"},
+		{native("--host-ipv4-addr", "198.18.0.3-198.18.0.2"), "want a range"},
+		{native("--host-ipv4-addr", "198.18.0.3,198.18.0.3"), "twice"},
+		{native("--host-ipv4-addr", "198.18.0.3-198.18.1.255"), "more than 256"},
+		{native("--host-ipv4-addr", "198.18.0.3,198.18.0.4", "--rss-key", "6d:5a:56:da:25:5b:0e:c2:41:67:25:3d"), "takes one --host-ipv4-addr"},
 		{native("--source-ports", "9-3"), "want a range like"},
 		{native("--source-ports", "40000-40000", "--smp", "2", "--conn", "2"), "fewer ports than --smp"},
 		{native("--rss-key", "zz"), "hex"},

@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 
 	"percore/native"
@@ -63,16 +64,21 @@ func rssPortFilter(key []byte, table, queues, queue int, server netip.AddrPort, 
 // queue the NIC puts them on; the hash replaces any --rss-key filter.
 
 // forwarded sets tc's ports and filter for shard when dev forwards; it
-// leaves tc alone when it does not.
-func forwarded(dev *native.Device, shard int, server netip.AddrPort, n *NativeConfig, tc *netstack.TCPConfig) {
+// leaves tc alone when it does not. The filter sees a port, not its address,
+// so forwarding takes one source address.
+func forwarded(dev *native.Device, shard int, server netip.AddrPort, n *NativeConfig, tc *netstack.TCPConfig) error {
 	local := netip.AddrPortFrom(n.Addr, n.PortLo)
 	if dev.FlowShard(server, local) < 0 {
-		return
+		return nil
+	}
+	if len(n.Aliases) > 0 {
+		return errors.New("fewer rx queues than shards: forwarding picks source ports for one --host-ipv4-addr, not several")
 	}
 	tc.PortLo, tc.PortHi = n.PortLo, n.PortHi
 	tc.PortFilter = func(port uint16) bool {
 		return dev.FlowShard(server, netip.AddrPortFrom(n.Addr, port)) == shard
 	}
+	return nil
 }
 
 // openQueue opens shard id's queue: its own rx queue, or, forwarded and

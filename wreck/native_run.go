@@ -31,7 +31,7 @@ func runNative(cfg Config) (*Result, error) {
 	}
 	dev, err := native.Open(native.Config{
 		Iface: n.Iface, Netns: n.Netns,
-		Addr: n.Addr, Netmask: n.Netmask, Gateway: n.Gateway,
+		Addr: n.Addr, Aliases: n.Aliases, Netmask: n.Netmask, Gateway: n.Gateway,
 		Queues: cfg.SMP, XDPMode: n.XDPMode, Frames: n.Frames,
 		PortLo: n.PortLo, PortHi: n.PortHi,
 		BusyPoll: afxdp.BusyPoll{Budget: n.BusyPoll},
@@ -47,6 +47,7 @@ func runNative(cfg Config) (*Result, error) {
 		}
 	}
 
+	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	var seed [8]byte
 	rand.Read(seed[:])
@@ -83,7 +84,7 @@ func (n *NativeConfig) explain(err error, smp int) error {
 	case errors.Is(err, native.ErrTooFewQueues):
 		return fmt.Errorf("--smp %d: %w: lower --smp, or raise the queues with `ethtool -L %s combined %d`", smp, err, n.Iface, smp)
 	case errors.Is(err, native.ErrKernelAddr):
-		return fmt.Errorf("--host-ipv4-addr %s is the kernel's address (%w): give the native client an address no interface holds (in the lab, .3 of the subnet)", n.Addr, err)
+		return fmt.Errorf("--host-ipv4-addr: one is the kernel's address (%w): give the native client addresses no interface holds (in the lab, .3 of the subnet and up)", err)
 	}
 	return err
 }
@@ -110,14 +111,16 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 	d := &nshard{id: sh.ID}
 	lo, hi := n.shardPorts(d.id, a.cfg.SMP)
 	tc := netstack.TCPConfig{
-		MaxConns: max(4096, 4*a.slots),
+		MaxConns: clientTableSize(a.slots),
 		Seed:     seed,
 		PortLo:   lo, PortHi: hi,
 	}
 	if len(n.RSSKey) > 0 {
 		tc.PortFilter = rssPortFilter(n.RSSKey, n.RSSTable, a.cfg.SMP, d.id, server, n.Addr)
 	}
-	forwarded(dev, d.id, server, n, &tc)
+	if err := forwarded(dev, d.id, server, n, &tc); err != nil {
+		return d, err
+	}
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
 	d.cl = newNClient(a, dst, server.Port(), req, seqOff)
 	var err error
@@ -125,10 +128,19 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPo
 		return d, fmt.Errorf("shard %d: %w", d.id, err)
 	}
 	d.cl.use(d.q.Stack(), d.q.Link())
+	if a.cfg.Progress != nil {
+		fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, d.q.Describe())
+	}
 	sh.AddStopper(d)
 	a.attach(sh, d.cl.tick)
 	return d, d.q.Register(sh)
 }
+
+// clientTableSize is the TCP table of a shard with slots connections: one
+// TCB a slot and three times as many for connections closing or in
+// TIME-WAIT (the oldest of which TCP recycles when the table is full). The
+// queue's UMEM and rings follow it (native.SizeFor).
+func clientTableSize(slots int) int { return max(4096, 4*slots) }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {

@@ -17,6 +17,7 @@ type Result struct {
 	Pipeline    int           `json:"pipeline"`
 	KeepAlive   bool          `json:"keepalive"`
 	Rate        float64       `json:"rate,omitempty"`
+	Warmup      float64       `json:"warmup_seconds,omitempty"` // run before the measured Seconds (connects and errors count over both)
 	Seconds     float64       `json:"seconds"`
 	Requests    uint64        `json:"requests"` // complete responses, any status
 	ReqPerSec   float64       `json:"req_per_sec"`
@@ -25,6 +26,8 @@ type Result struct {
 	Connects    uint64        `json:"connects"`
 	Errors      ErrorCounts   `json:"errors"`
 	Latency     Latency       `json:"latency_us"`
+	Connect     Latency       `json:"connect_us"` // connect start (after any --connect-rate wait) to established
+	ConnectRate float64       `json:"connect_rate,omitempty"`
 	SendLag     *Latency      `json:"send_lag_us,omitempty"` // --rate: how late requests left against their intended time
 	Shards      []ShardResult `json:"shards"`
 
@@ -97,23 +100,24 @@ func (r *run) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Server: cfg.Server, SMP: cfg.SMP, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
-		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate,
+		KeepAlive: cfg.KeepAlive, Rate: cfg.Rate, ConnectRate: cfg.ConnectRate, Warmup: cfg.Warmup.Seconds(),
 	}
 	var total Counters
-	hist := newHist()
+	hist, conn := newHist(), newHist()
 	var lag *hdrhistogram.Histogram
 	if cfg.Rate > 0 {
 		lag = newHist()
 	}
-	start, stopped := r.accts[0].t0, int64(0)
+	start, stopped := r.accts[0].measuredFrom(), int64(0)
 	for i, s := range r.accts {
 		total.add(&s.cnt)
 		hist.Merge(s.hist)
+		conn.Merge(s.conn)
 		if lag != nil {
 			lag.Merge(s.lag)
 		}
-		start, stopped = min(start, s.t0), max(stopped, s.stopped)
-		secs := float64(s.stopped-s.t0) / 1e9
+		start, stopped = min(start, s.measuredFrom()), max(stopped, s.stopped)
+		secs := float64(s.stopped-s.measuredFrom()) / 1e9
 		sr := ShardResult{
 			CPU: r.cpus[i], Conns: s.slots, Requests: s.cnt.Responses,
 			Errors: errorCounts(&s.cnt), Latency: latency(s.hist),
@@ -131,6 +135,7 @@ func (r *run) result() *Result {
 	}
 	res.Errors = errorCounts(&total)
 	res.Latency = latency(hist)
+	res.Connect = latency(conn)
 	if lag != nil {
 		l := latency(lag)
 		res.SendLag = &l
@@ -158,11 +163,20 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Rate > 0 {
 		loop = fmt.Sprintf("open loop at %.0f req/s", r.Rate)
 	}
+	if r.Warmup > 0 && r.Specweb == nil {
+		loop += fmt.Sprintf(", measured after a %.1fs warm-up", r.Warmup)
+	}
 	fmt.Fprintf(w, "wreck %s: %d shards, %d connections, pipeline %d, %s, %s, %.2fs\n",
 		r.Server, r.SMP, r.Conns, r.Pipeline, mode, loop, r.Seconds)
 	l := r.Latency
 	fmt.Fprintf(w, "  latency us  mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 		l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)
+	c := r.Connect
+	fmt.Fprintf(w, "  connect us  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f", c.P50, c.P99, c.P999, c.Max)
+	if r.ConnectRate > 0 {
+		fmt.Fprintf(w, "  (paced at %.0f/s)", r.ConnectRate)
+	}
+	fmt.Fprintln(w)
 	if r.SendLag != nil {
 		l := r.SendLag
 		fmt.Fprintf(w, "  send lag us  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (sent after the intended time: the client's own delay, inside latency)\n",

@@ -28,6 +28,10 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := raiseFileLimit(uint64(cfg.Conns) + fileSlack); err != nil {
+		return nil, err
+	}
+	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
 	r := newRun(&cfg)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
@@ -128,6 +132,9 @@ loop:
 				resp += a.pub.responses.Load()
 				fails += a.pub.failures.Load()
 				bytes += a.pub.bytes.Load()
+			}
+			if resp < last {
+				last = 0 // the warm-up ended: the counts start again
 			}
 			now := mono()
 			secs := float64(now-lastAt) / 1e9

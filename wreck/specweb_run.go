@@ -17,8 +17,13 @@ const firstUserID = fileset.FirstUser
 func (c *Config) validateWorkload() error {
 	switch c.Workload {
 	case "":
-		if c.Warmup != 0 || c.FileSet != 0 {
-			return errors.New("--warmup and --file-set belong to --workload specweb99")
+		switch {
+		case c.FileSet != 0:
+			return errors.New("--file-set belongs to --workload specweb99")
+		case c.Warmup < 0:
+			return fmt.Errorf("--warmup %v: must not be negative", c.Warmup)
+		case c.Warmup > 0 && c.Reqs > 0:
+			return errors.New("--warmup measures for --duration after it: drop --reqs")
 		}
 		return nil
 	case WorkloadSpecweb99:

@@ -238,7 +238,8 @@ func TestSpecwebFlags(t *testing.T) {
 		{"--workload", "specweb"},
 		{"--workload", "specweb99", "--pipeline", "2"},
 		{"--workload", "specweb99", "--rate", "10"},
-		{"--warmup", "1s"},
+		{"--file-set", "100"},
+		{"--warmup", "-1s"},
 	} {
 		if _, _, err := ParseFlags(append([]string{"--server", "127.0.0.1:80"}, args...)); err == nil {
 			t.Errorf("%v: accepted", args)

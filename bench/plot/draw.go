@@ -75,6 +75,13 @@ func drawSVG(in input, out string) error {
 	p.X.Label.Text = in.XLabel
 	p.Y.Label.Text = in.YLabel
 	p.X.Tick.Marker = intTicks{}
+	if len(in.XTicks) > 0 {
+		ticks := make(plot.ConstantTicks, len(in.XTicks))
+		for i, t := range in.XTicks {
+			ticks[i] = plot.Tick{Value: t.Value, Label: t.Label}
+		}
+		p.X.Tick.Marker = ticks
+	}
 	p.Y.Tick.Marker = rateTicks{}
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())

@@ -31,6 +31,10 @@ type input struct {
 			X, Y, Lo, Hi float64
 		} `json:"points"`
 	} `json:"series"`
+	XTicks []struct {
+		Value float64 `json:"value"`
+		Label string  `json:"label"`
+	} `json:"x_ticks"` // fixed x ticks (a log axis labelled with its values); none: whole numbers
 }
 
 func main() {

@@ -63,3 +63,20 @@ func TestRateTicks(t *testing.T) {
 		t.Errorf("ticks 0-1.9M: %s", got)
 	}
 }
+
+// TestPlotXTicks: fixed x ticks are drawn with their labels.
+func TestPlotXTicks(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.json")
+	os.WriteFile(in, []byte(`{"title":"req/s","series":[
+		{"name":"percore native","points":[{"x":6,"y":300000,"lo":300000,"hi":300000},{"x":16,"y":250000,"lo":250000,"hi":250000}]}],
+		"x_ticks":[{"value":6,"label":"64"},{"value":16,"label":"64K"}]}`), 0o644)
+	out := filepath.Join(dir, "out.svg")
+	if err := run(in, out); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "64K") {
+		t.Error("SVG lacks the x tick label 64K")
+	}
+}

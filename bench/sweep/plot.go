@@ -17,6 +17,13 @@ type PlotInput struct {
 	XLabel string       `json:"x_label"`
 	YLabel string       `json:"y_label"`
 	Series []PlotSeries `json:"series"`
+	XTicks []PlotTick   `json:"x_ticks,omitempty"` // fixed x-axis ticks (none: one at each whole number)
+}
+
+// PlotTick is a labelled mark on the x axis.
+type PlotTick struct {
+	Value float64 `json:"value"`
+	Label string  `json:"label"`
 }
 
 // PlotSeries is one line: solid for wreck, dashed for wrk, dotted for

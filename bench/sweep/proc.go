@@ -105,6 +105,12 @@ func (p *proc) tail() string {
 // runClient runs a client to completion and returns its stdout. A context
 // cancel kills its process group. Its stderr goes to the error on failure.
 func runClient(ctx context.Context, argv []string) ([]byte, error) {
+	return runClientPid(ctx, argv, nil)
+}
+
+// runClientPid is runClient that tells started (if not nil) the client's
+// pid, which is also its process group's id, once it runs.
+func runClientPid(ctx context.Context, argv []string, started func(pid int)) ([]byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout bytes.Buffer
@@ -112,6 +118,9 @@ func runClient(ctx context.Context, argv []string) ([]byte, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -1,6 +1,6 @@
 // Command lab builds, lists and removes percore's veth lab by hand:
 //
-//	lab up [--queues N] [--mtu M] [--prefix P]   build a lab and print how to use it
+//	lab up [--queues N] [--mtu M] [--prefix P] [--client-addrs N]   build a lab and print how to use it
 //	lab status                                    list labs (namespaces named *-cli / *-srv)
 //	lab down NAME|--all                           remove one lab (or every lab)
 //
@@ -45,7 +45,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--hold] [--impair SPEC] | lab down NAME|--all | lab status")
+	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--client-addrs N] [--hold] [--impair SPEC] | lab down NAME|--all | lab status")
 	os.Exit(2)
 }
 
@@ -54,6 +54,7 @@ func up(args []string) error {
 	queues := fs.Int("queues", 2, "queues on both veth ends")
 	mtu := fs.Int("mtu", 1500, "veth MTU (at most 3506 for native XDP)")
 	prefix := fs.String("prefix", "pc", "name prefix")
+	clientAddrs := fs.Int("client-addrs", 1, fmt.Sprintf("kernel addresses on the client end (.2, then .128 on; at most %d): each adds ~28K source ports to one server", lab.MaxClientAddrs))
 	hold := fs.Bool("hold", false, "stay in the foreground and remove the lab on SIGINT/SIGTERM")
 	impair := fs.String("impair", "", "impairment bridge between client and server, e.g. loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1 (implies --hold)")
 	fs.Parse(args)
@@ -69,7 +70,7 @@ func up(args []string) error {
 	// Signals during setup must not leave half a lab behind.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	cfg := lab.Config{Prefix: *prefix, Queues: *queues, MTU: *mtu}
+	cfg := lab.Config{Prefix: *prefix, Queues: *queues, MTU: *mtu, ClientAddrs: *clientAddrs}
 	var (
 		l   *lab.Lab
 		im  *lab.Impaired
@@ -101,6 +102,12 @@ func up(args []string) error {
 	fmt.Printf("server interface: %s in netns %s (serve: ip netns exec %s httpd --network-stack native --iface %s --host-ipv4-addr %s --smp %d)\n",
 		l.ServerIf, l.ServerNS, l.ServerNS, l.ServerIf, l.ServerIP, l.Queues)
 	fmt.Printf("client commands:  %s ping %s\n", l.ClientExec(), l.ServerIP)
+	if len(l.ClientIPs) > 1 {
+		fmt.Printf("client addresses: wreck --host-ipv4-addr %s,%s-%s (the kernel's, on %s)\n",
+			l.ClientIP, l.ClientIPs[1], l.ClientIPs[len(l.ClientIPs)-1], l.ClientIf)
+	}
+	fmt.Printf("native client:    wreck --network-stack native --netns %s --iface %s --host-ipv4-addr %s-%s (.3 to .127: no kernel interface holds them)\n",
+		l.ClientNS, l.ClientIf, lab.Host(l.Subnet, 3), lab.Host(l.Subnet, 3+lab.MaxNativeAddrs-1))
 	if !*hold {
 		fmt.Printf("remove with:      lab down %s\n", l.ClientNS.Name[:len(l.ClientNS.Name)-len("-cli")])
 		signal.Stop(sig)
