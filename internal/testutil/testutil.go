@@ -89,20 +89,26 @@ func ServeAllocs(t testing.TB, addr netip.AddrPort, req []byte) (allocs float64,
 	t.Helper()
 	fd := RawConn(t, addr)
 	buf := make([]byte, 64<<10)
-	unix.Write(fd, req)
+	writeAll(fd, req)
 	n, err := unix.Read(fd, buf)
+	for err == unix.EINTR {
+		n, err = unix.Read(fd, buf)
+	}
 	if err != nil || n <= 0 {
 		t.Fatalf("first response: %d bytes, %v", n, err)
 	}
 	first = append([]byte(nil), buf[:n]...)
 	var failed error
 	roundTrip := func() {
-		if _, err := unix.Write(fd, req); err != nil {
+		if err := writeAll(fd, req); err != nil {
 			failed = err
 			return
 		}
 		for got := 0; got < len(first); {
 			k, err := unix.Read(fd, buf[got:])
+			if err == unix.EINTR {
+				continue // a signal (the runtime's preemption) cut the wait short
+			}
 			if err != nil || k == 0 {
 				failed = fmt.Errorf("read: %d %v", k, err)
 				return
@@ -118,4 +124,19 @@ func ServeAllocs(t testing.TB, addr netip.AddrPort, req []byte) (allocs float64,
 		t.Fatal(failed)
 	}
 	return allocs, first
+}
+
+// writeAll writes p to the blocking socket fd, again after a signal.
+func writeAll(fd int, p []byte) error {
+	for len(p) > 0 {
+		n, err := unix.Write(fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
 }
