@@ -143,8 +143,12 @@ func DefaultOptions() Options {
 }
 
 // ParseFlags parses httpd's command-line flags into Options. Errors are one
-// line naming the flag and the fix.
+// line naming the flag and the fix; --help prints the flags to standard
+// error and returns ErrHelp.
 func ParseFlags(args []string) (Options, error) { return server.ParseFlags(args, nil) }
+
+// ErrHelp is ParseFlags's answer to --help, after it printed the flags.
+var ErrHelp = server.ErrHelp
 
 // Start starts the shards with o and returns once they serve (or with the
 // reason they cannot: one line naming cause and fix).

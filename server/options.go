@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ var ErrHelp = errors.New("help requested")
 // ParseFlags parses the command line. Errors are one line naming the flag and
 // the fix; usage goes to out only for --help.
 func ParseFlags(args []string, out io.Writer) (Options, error) {
+	if out == nil {
+		out = os.Stderr
+	}
 	var o Options
 	fs := flag.NewFlagSet("httpd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -105,7 +109,7 @@ func (o *Options) define(fs *flag.FlagSet) *rawFlags {
 	fs.IntVar(&r.idlePollUS, "idle-poll-time-us", 0, "microseconds an idle shard keeps polling before it sleeps in epoll_wait (0: sleep at once)")
 	fs.StringVar(&o.Docroot, "docroot", "", "directory of static files to serve, read from disk as asked for and cached (--cache-size)")
 	o.CacheSize = DefaultCacheSize
-	fs.Var((*byteSize)(&o.CacheSize), "cache-size", "memory for cached docroot files, all shards together, in bytes or with K, M, G (default 256M); larger files stream from disk")
+	fs.Var((*byteSize)(&o.CacheSize), "cache-size", "memory for cached docroot files, all shards together, in bytes or with K, M, G; larger files stream from disk")
 	fs.StringVar(&o.AccessLog, "access-log", "", "append a Common Log Format access log to this file")
 	fs.Int64Var(&o.MaxBody, "max-body", 1<<20, "largest request body in bytes; larger gets 413")
 	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "close a connection whose request header takes longer")
@@ -224,7 +228,18 @@ const minCacheSize = 64 << 10
 // byteSize is a size flag: bytes, or a number with K, M or G (powers of 1024).
 type byteSize int64
 
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 func (b *byteSize) Set(v string) error {
 	mult := int64(1)

@@ -119,6 +119,11 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 		return 2
 	}
 	o, err := percore.ParseFlags(rest)
+	if errors.Is(err, percore.ErrHelp) {
+		fmt.Fprintln(stderr, "and specweb serve's own:")
+		fs.PrintDefaults()
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "specweb serve: %v\n", err)
 		return 2
