@@ -15,8 +15,8 @@ import (
 // TestNativeQueueCounts serves on a lab whose interface has 4, 2 and 1 rx
 // queues with 2 shards (veth has no RSS table: --rss auto takes the queues
 // strategy, each shard owning two queues of the four; with one queue it
-// forwards in software, shard 0 handing shard 1 its flows), and with 4 and
-// 1 queues through the impairment bridge. In each case 200 fresh connections from
+// forwards in software, shard 0 handing shard 1 its flows), and with 4, 2
+// and 1 queues through the impairment bridge. In each case 200 fresh connections from
 // the kernel's spread source ports are all served (a queue no shard owned
 // would pass its flows to the kernel, which refuses them), every shard
 // serves some, keep-alive and pipelined requests complete, and after the
@@ -30,6 +30,7 @@ func TestNativeQueueCounts(t *testing.T) {
 	}{
 		{"4 queues", 4, "", "4 rx queues, 2 shards: queues strategy (auto: the driver has no RSS table to program), shard 0: 0,2; shard 1: 1,3"},
 		{"2 queues", 2, "", "2 rx queues, 2 shards: one queue each, shard 0: 0; shard 1: 1"},
+		{"2 queues impaired", 2, "loss=1%,reorder=5%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=3", "2 rx queues, 2 shards: one queue each"},
 		{"4 queues impaired", 4, "loss=1%,reorder=5%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=3", "4 rx queues, 2 shards: queues strategy"},
 		{"1 queue", 1, "", "1 rx queues, 2 shards: forward strategy (fewer queues than shards: queue owners hash each TCP flow to its shard with a fixed Toeplitz key: the driver shows none), shard 0: 0 (forwards); shard 1: none (forwarded, sends through shard 0)"},
 		{"1 queue impaired", 1, "loss=1%,reorder=5%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=3", "1 rx queues, 2 shards: forward strategy"},
