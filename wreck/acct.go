@@ -231,13 +231,17 @@ const (
 )
 
 // tickSlots is the run of slots this tick checks: n from from on, wrapping.
-func (a *acct) tickSlots() (from, n int) {
-	if a.slots <= sweepAll {
-		return 0, a.slots
+func (a *acct) tickSlots() (from, n int) { return sweepRange(a.slots, &a.swept) }
+
+// sweepRange is the run of slots out of slots that this tick checks, going
+// on from *swept, which it advances.
+func sweepRange(slots int, swept *int) (from, n int) {
+	if slots <= sweepAll {
+		return 0, slots
 	}
-	from, n = a.swept, (a.slots+sweepTicks-1)/sweepTicks
-	if a.swept += n; a.swept >= a.slots {
-		a.swept -= a.slots
+	from, n = *swept, (slots+sweepTicks-1)/sweepTicks
+	if *swept += n; *swept >= slots {
+		*swept -= slots
 	}
 	return from, n
 }

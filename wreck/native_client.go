@@ -30,6 +30,8 @@ type nclient struct {
 	retry      []int32 // slots to connect at the next step
 	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
 	scan       int     // where checkConnecting goes on in connecting
+	swept      int     // the next slot a tick checks for timeouts (sweepRange)
+	begun      bool    // every slot was queued to connect (begin)
 
 	// ready is the open loop's (--rate, keep-alive) open connections that
 	// may take another request, oldest first: a ring of slots, each at most
@@ -92,11 +94,11 @@ type nconn struct {
 	since, wakeAt    int64
 }
 
-// newNClient builds the connections of one shard, to dst:port; a is the
-// shard's account. use gives it its stack and link.
-func newNClient(a *acct, dst netstack.IPv4Addr, port uint16, req []byte, seqOff int) *nclient {
+// newNClient builds conns connections to dst:port, the shard's or, on a
+// shard with several queues, one queue's share; a is the shard's account.
+// use gives it its stack and link.
+func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []byte, seqOff int) *nclient {
 	cfg := a.cfg
-	conns := a.slots
 	c := &nclient{
 		acct: a, cfg: cfg, dst: dst, port: port,
 		conns:      make([]nconn, conns),
@@ -210,6 +212,7 @@ func (c *nclient) use(stack *netstack.Stack, link netstack.Link) {
 
 // begin queues every slot to connect.
 func (c *nclient) begin() {
+	c.begun = true
 	for i := range c.conns {
 		c.queueRetry(&c.conns[i])
 	}
@@ -224,6 +227,8 @@ func (c *nclient) Before(now time.Time) {
 	c.nowT = now
 	if !s.begun {
 		s.begin()
+	}
+	if !c.begun { // the shard's other clients share s
 		c.begin()
 	}
 	c.paced = false
@@ -665,7 +670,7 @@ func (c *nclient) tick() {
 	s := c.acct
 	c.nowT = at(s.now)
 	timeout := int64(c.cfg.Timeout)
-	from, n := s.tickSlots()
+	from, n := sweepRange(len(c.conns), &c.swept)
 	for k := range n {
 		nc := &c.conns[(from+k)%len(c.conns)]
 		switch {

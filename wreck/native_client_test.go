@@ -79,7 +79,7 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 		cLink: netstack.NewChanLink(1500, 512), sLink: netstack.NewChanLink(1500, 512),
 		t0: epoch, // the fake clock's origin is the account's
 	}
-	p.cl = newNClient(acct, sa, 80, req, seqOff)
+	p.cl = newNClient(acct, acct.slots, sa, 80, req, seqOff)
 	p.cl.use(cs, p.cLink)
 	p.nowT = p.t0
 	acct.begun = true // at 0 on the fake clock

@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 	"testing"
@@ -85,6 +86,12 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 // nativeRun runs native wreck on pair's client end with extra flags.
 func nativeRun(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int, extra ...string) *Result {
 	t.Helper()
+	return nativeRunTo(t, pair, srv, cpus, tlog{t}, extra...)
+}
+
+// nativeRunTo is nativeRun writing its progress and summary to progress.
+func nativeRunTo(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int, progress io.Writer, extra ...string) *Result {
+	t.Helper()
 	args := append(pair.NativeClientArgs(), "--netns", pair.ClientNS.Name,
 		"--server", srv.addr.String(), "--smp", "2", "--cpuset", fmt.Sprintf("%d,%d", cpus[0], cpus[1]),
 		"--conn", "16", "--reqs", "20000", "--duration", "20s", "--timeout", "5s")
@@ -92,7 +99,7 @@ func nativeRun(t *testing.T, pair *lab.NativePair, srv *nativeServer, cpus []int
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Progress = tlog{t}
+	cfg.Progress = progress
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,14 @@ import (
 
 // runNative is Run on the native stack: one XDP program on the interface
 // steers the replies (TCP to our address and a source port of ours, ARP for
-// our address) to the AF_XDP socket of the queue they arrive on; shard i
-// owns queue i with its own netstack and connections. On veth a flow sent
-// on tx queue q comes back on rx queue q, so each shard sees its own
-// replies; on a NIC with RSS, --rss-key keeps each shard to the source
-// ports whose replies hash to its queue.
+// our address) to the AF_XDP socket of the queue they arrive on. Shard i
+// owns the queues the server's shard i would (native.Device.Owned: queue
+// i, or i, i+N, ... on a NIC with more queues and no indirection table to
+// program), a netstack and a share of its connections on each. On veth a
+// flow sent on tx queue q comes back on rx queue q, so each stack sees its
+// own replies; on a NIC with RSS, each stack keeps to the source ports
+// whose replies hash to its queue, under --rss-key or the key the NIC
+// shows (nicSpread).
 func runNative(cfg Config) (*Result, error) {
 	n := &cfg.Native
 	server, _ := serverAddr(cfg.Server) // checked by validate
@@ -46,6 +49,10 @@ func runNative(cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("--rss-key: %s has no RSS indirection table to read the size of: give --rss-table", n.Iface)
 		}
 	}
+	rss, err := nicSpread(dev, n, cfg.SMP, server)
+	if err != nil {
+		return nil, err
+	}
 
 	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
@@ -54,7 +61,7 @@ func runNative(cfg Config) (*Result, error) {
 	r := newRun(&cfg)
 	shards := make([]*nshard, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		d, err := newNShard(sh, dev, a, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID))
+		d, err := newNShard(sh, dev, a, rss, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID))
 		shards[sh.ID] = d
 		return err
 	})
@@ -89,14 +96,22 @@ func (n *NativeConfig) explain(err error, smp int) error {
 	return err
 }
 
-// nshard is one native client shard: its queue (socket, link, stack, run
-// by the shard as a Poller) and the connections on it (the queue's App). It
-// ends the run as the shard's Stopper. Owned by the shard's goroutine; Run
-// reads it after the shards have exited.
+// nshard is one native client shard: its stacks, one per rx queue it owns
+// (shardQueues), each a native.Queue (socket, link, stack, run by the shard
+// as a Poller) with a share of the shard's connections on it (the queue's
+// App). It ends the run as the shard's Stopper. Owned by the shard's
+// goroutine; Run reads it after the shards have exited.
 type nshard struct {
-	id int
-	q  *native.Queue
-	cl *nclient
+	id   int
+	acct *acct
+	qs   []*nqueue
+}
+
+// nqueue is one of a shard's stacks and the connections on it.
+type nqueue struct {
+	rxq int // the rx queue; -1: the stack the queues' owners forward to
+	q   *native.Queue
+	cl  *nclient
 
 	// The stack's, TCP's and the socket's counters as the shard stopped.
 	ipStats  netstack.Stats
@@ -104,36 +119,49 @@ type nshard struct {
 	xskStats afxdp.Stats
 }
 
-// newNShard runs on shard sh's thread: its queue of dev (entering the
-// interface's namespace) with a's connections on it, to server.
-func newNShard(sh *shard.Shard, dev *native.Device, a *acct, server netip.AddrPort, req []byte, seqOff int, seed uint64) (*nshard, error) {
+// newNShard runs on shard sh's thread: a stack on each of its queues of
+// dev (entering the interface's namespace), a's connections dealt over
+// them, to server. Each stack filters its source ports so that the NIC puts
+// their replies on its queue (rss, stackPorts).
+func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, req []byte, seqOff int, seed uint64) (*nshard, error) {
 	n := &a.cfg.Native
-	d := &nshard{id: sh.ID}
-	lo, hi := n.shardPorts(d.id, a.cfg.SMP)
-	tc := netstack.TCPConfig{
-		MaxConns: clientTableSize(a.slots),
-		Seed:     seed,
-		PortLo:   lo, PortHi: hi,
-	}
-	if len(n.RSSKey) > 0 {
-		tc.PortFilter = rssPortFilter(n.RSSKey, n.RSSTable, a.cfg.SMP, d.id, server, n.Addr)
-	}
-	if err := forwarded(dev, d.id, server, n, &tc); err != nil {
-		return d, err
-	}
+	d := &nshard{id: sh.ID, acct: a}
+	sh.AddStopper(d) // closes the stacks opened so far, should one fail
+	a.attach(sh, d.tick)
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
-	d.cl = newNClient(a, dst, server.Port(), req, seqOff)
-	var err error
-	if d.q, err = openQueue(dev, d.id, native.QueueConfig{TCP: tc, App: d.cl}); err != nil {
-		return d, fmt.Errorf("shard %d: %w", d.id, err)
+	rxqs := shardQueues(dev, d.id)
+	k := len(rxqs)
+	for j, rxq := range rxqs {
+		slots := (a.slots - j + k - 1) / k // the shard's slots dealt over its k stacks
+		tc := netstack.TCPConfig{MaxConns: clientTableSize(slots), Seed: seed + uint64(j)<<32}
+		if err := stackPorts(n, rss, d.id, a.cfg.SMP, j, k, rxq, server, &tc); err != nil {
+			return d, err
+		}
+		if err := forwarded(dev, d.id, server, n, &tc); err != nil {
+			return d, err
+		}
+		nq := &nqueue{rxq: rxq, cl: newNClient(a, slots, dst, server.Port(), req, seqOff)}
+		var err error
+		if nq.q, err = openQueue(dev, d.id, rxq, native.QueueConfig{TCP: tc, App: nq.cl}); err != nil {
+			return d, fmt.Errorf("shard %d: %w", d.id, err)
+		}
+		d.qs = append(d.qs, nq)
+		nq.cl.use(nq.q.Stack(), nq.q.Link())
+		if a.cfg.Progress != nil {
+			fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, nq.q.Describe())
+		}
+		if err := nq.q.Register(sh); err != nil {
+			return d, err
+		}
 	}
-	d.cl.use(d.q.Stack(), d.q.Link())
-	if a.cfg.Progress != nil {
-		fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, d.q.Describe())
+	return d, nil
+}
+
+// tick is the shard's: every stack's connections' timeouts and back-offs.
+func (d *nshard) tick() {
+	for _, nq := range d.qs {
+		nq.cl.tick()
 	}
-	sh.AddStopper(d)
-	a.attach(sh, d.cl.tick)
-	return d, d.q.Register(sh)
 }
 
 // clientTableSize is the TCP table of a shard with slots connections: one
@@ -144,30 +172,36 @@ func clientTableSize(slots int) int { return max(4096, 4*slots) }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {
-	d.cl.acct.setNow(now)
-	d.cl.acct.end()
+	d.acct.setNow(now)
+	d.acct.end()
 }
 
 // Drained implements shard.Stopper: nothing to wait for.
 func (d *nshard) Drained() bool { return true }
 
-// Close implements shard.Stopper: the connections still open are reset,
-// the counters kept, and the queue closed (its socket leaves the XSKMAP).
+// Close implements shard.Stopper: on each stack, the connections still open
+// are reset, the counters kept, and the queue closed (its socket leaves the
+// XSKMAP).
 func (d *nshard) Close() {
-	if d.q == nil {
-		return
+	for _, nq := range d.qs {
+		if nq.q == nil {
+			continue
+		}
+		nq.cl.shutdown(at(mono()))
+		nq.ipStats, nq.tcpStats = nq.q.Stack().Stats(), nq.q.Stack().TCPStats()
+		nq.xskStats = nq.q.XSKStats()
+		nq.q.Close()
+		nq.q = nil
 	}
-	d.cl.shutdown(at(mono()))
-	d.ipStats, d.tcpStats = d.q.Stack().Stats(), d.q.Stack().TCPStats()
-	d.xskStats = d.q.XSKStats()
-	d.q.Close()
 }
 
-// summary writes one line of the shard's native counters: what moved, what
-// TCP had to repair, and what was dropped on the way.
+// summary writes a line of native counters for each of the shard's stacks:
+// what moved, what TCP had to repair, and what was dropped on the way.
 func (d *nshard) summary(w io.Writer) {
-	ip, t, x := &d.ipStats, &d.tcpStats, &d.xskStats
-	fmt.Fprintf(w, "wreck: native shard %d (queue %d): %d frames in, %d out; tcp %d retransmits, %d RTOs, %d resets in; drops: %d checksum, %d no tx buffer, %d no tx frame, %d xsk rx, %d xsk rx ring full\n",
-		d.id, d.id, ip.RxFrames, ip.TxFrames, t.Retransmits, t.RTOTimeouts, t.ResetsIn,
-		t.ChecksumDrop+ip.IPv4BadChecksum, t.TxNoBuf, ip.TxNoFrame, x.RxDropped, x.RxRingFull)
+	for _, nq := range d.qs {
+		ip, t, x := &nq.ipStats, &nq.tcpStats, &nq.xskStats
+		fmt.Fprintf(w, "wreck: native shard %d (queue %d): %d frames in, %d out; tcp %d connects, %d retransmits, %d RTOs, %d resets in; drops: %d checksum, %d no tx buffer, %d no tx frame, %d xsk rx, %d xsk rx ring full\n",
+			d.id, nq.rxq, ip.RxFrames, ip.TxFrames, t.ActiveOpens, t.Retransmits, t.RTOTimeouts, t.ResetsIn,
+			t.ChecksumDrop+ip.IPv4BadChecksum, t.TxNoBuf, ip.TxNoFrame, x.RxDropped, x.RxRingFull)
+	}
 }
