@@ -31,14 +31,14 @@ type NativeConfig struct {
 	BusyPoll int // preferred busy polling's budget per NAPI poll; 0: off (--busy-poll)
 
 	// Source ports: PortLo..PortHi in all, split into one contiguous range
-	// per shard (veth: a flow sent on tx queue q comes back on rx queue q,
-	// so any port works), or, with RSSKey, shared by all shards and kept by
-	// each shard only where the Toeplitz hash of the reply's 4-tuple picks
-	// its queue (a real NIC with RSS). Every port is in the XDP program's
-	// port map.
+	// per stack (veth: a flow sent on tx queue q comes back on rx queue q,
+	// so any port works), or, with an RSS key, shared by all stacks and
+	// kept by each only where the Toeplitz hash of the reply's 4-tuple
+	// picks its queue (a real NIC with RSS). Every port is in the XDP
+	// program's port map.
 	PortLo, PortHi uint16
-	RSSKey         []byte // Toeplitz key of the client NIC (ethtool -x); nil: no RSS filter
-	RSSTable       int    // RSS indirection table size; entry i -> queue i % SMP [the NIC's, read at start]
+	RSSKey         []byte // Toeplitz key of the client NIC (ethtool -x); nil: the NIC's where it shows one, else no RSS filter
+	RSSTable       int    // RSS indirection table size; entry i -> queue i % the queues the table spreads over [the NIC's, read at start]
 }
 
 // bindNativeFlags adds the native stack's flags to fs; their values go
@@ -78,11 +78,11 @@ func bindNativeFlags(fs *flag.FlagSet, n *NativeConfig) {
 		n.PortLo, n.PortHi = uint16(a), uint16(b)
 		return nil
 	})
-	fs.Func("rss-key", "native: the client NIC's Toeplitz RSS key in `hex`, as ethtool -x prints it: keep only source ports whose replies hash to the shard's queue", func(s string) (err error) {
+	fs.Func("rss-key", "native: the client NIC's Toeplitz RSS key in `hex`, as ethtool -x prints it: keep only source ports whose replies hash to the queue of the stack that opens them (default: the key --iface shows)", func(s string) (err error) {
 		n.RSSKey, err = parseHexKey(s)
 		return err
 	})
-	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod --smp, as ethtool -X IFACE equal N sets it (default: the size of --iface's table)")
+	fs.IntVar(&n.RSSTable, "rss-table", 0, "native: with --rss-key, the indirection table `size`; entry i -> queue i mod the queues it spreads over (--smp where wreck programs the table, else all of --iface's), as the driver's default and ethtool -X IFACE equal N set it (default: the size of --iface's table)")
 }
 
 // nativeOnly are the flags that mean nothing on the posix stack.
