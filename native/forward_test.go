@@ -32,7 +32,7 @@ func TestToeplitzVectors(t *testing.T) {
 		s, d := src.Addr().As4(), dst.Addr().As4()
 		addrs := append(s[:], d[:]...)
 		ports := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, src.Port()), dst.Port())
-		if got := toeplitz(fixedKey[:], append(addrs, ports...)); got != v.want {
+		if got := Toeplitz(fixedKey[:], append(addrs, ports...)); got != v.want {
 			t.Errorf("toeplitz(%s -> %s) = %#08x, want %#08x", v.src, v.dst, got, v.want)
 		}
 		if got := h.sum(addrs, ports); got != v.want {

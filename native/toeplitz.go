@@ -24,9 +24,10 @@ var fixedKey = [40]byte{
 	0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 }
 
-// toeplitz is the Toeplitz hash of data under key (len(key) >= len(data)+4),
-// bit by bit: for each set input bit, the 32 key bits starting at it.
-func toeplitz(key, data []byte) uint32 {
+// Toeplitz is the Toeplitz hash of data under key (len(key) >= len(data)+4),
+// bit by bit: for each set input bit, the 32 key bits starting at it. It is
+// the hash NICs use for RSS (Microsoft's "RSS hashing" specification).
+func Toeplitz(key, data []byte) uint32 {
 	var h uint32
 	v := binary.BigEndian.Uint32(key) // the 32 key bits aligned with the next input bit
 	for i, b := range data {
@@ -57,7 +58,7 @@ func newFlowHash(key []byte) *flowHash {
 	for i := range in {
 		for b := range 256 {
 			in[i] = byte(b)
-			h.t[i][b] = toeplitz(key, in[:])
+			h.t[i][b] = Toeplitz(key, in[:])
 		}
 		in[i] = 0
 	}

@@ -18,22 +18,6 @@ import (
 // connect() does. On veth there is no RSS: a reply comes back on the queue
 // the request left from, and no filter is needed.
 
-// toeplitz is the Toeplitz hash of data under key (len(key) >= len(data)+4).
-func toeplitz(key, data []byte) uint32 {
-	var h uint32
-	v := binary.BigEndian.Uint32(key) // the 32 key bits aligned with the next input bit
-	for i, b := range data {
-		next := key[i+4]
-		for bit := 7; bit >= 0; bit-- {
-			if b&(1<<bit) != 0 {
-				h ^= v
-			}
-			v = v<<1 | uint32(next>>bit&1)
-		}
-	}
-	return h
-}
-
 // rssQueue is the rx queue a NIC with key and an indirection table of
 // table entries (entry i -> queue i % queues, ethtool -X equal) picks for a
 // TCP/IPv4 frame from src to dst.
@@ -44,7 +28,7 @@ func rssQueue(key []byte, table, queues int, src, dst netip.AddrPort) int {
 	copy(in[4:8], d[:])
 	binary.BigEndian.PutUint16(in[8:], src.Port())
 	binary.BigEndian.PutUint16(in[10:], dst.Port())
-	h := toeplitz(key, in[:])
+	h := native.Toeplitz(key, in[:])
 	return int(h%uint32(table)) % queues
 }
 
