@@ -145,6 +145,13 @@ func (l *tcpLayer) checkPAWS(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	}
 	if !l.disorderedAck(c, f, s.seq, s.len) {
 		l.stats.PAWSDrop++
+		if len(s.payload) > 0 && s.seq.lt(c.rcvNxt) {
+			// A retransmission that reordering delivered after later
+			// segments: D-SACK what we hold already, as Linux does
+			// (tcp_send_dupack), or the sender never learns that its
+			// retransmission was needless and cannot undo (RFC 3708).
+			l.noteDSACK(c, s.seq, seqMin(s.seq.add(uint32(len(s.payload))), c.rcvNxt))
+		}
 		l.oowAck(c, s.len)
 		return false
 	}

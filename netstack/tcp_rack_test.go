@@ -142,6 +142,32 @@ func TestTCPDSACKGenerated(t *testing.T) {
 	}
 }
 
+// A retransmission that reordering delivers after later segments carries
+// an older timestamp and fails PAWS; its data, held already, is still
+// D-SACKed (Linux's tcp_send_dupack), so that the sender can undo.
+func TestTCPDSACKAfterPAWS(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	c.sackOK, c.tsOK, c.tsRecent = true, true, 100
+	in := func(ts uint32, seq uint32, data string) {
+		s := seg{TCPFields: fl(A|P, seq, 1001, 65535), data: data}
+		s.HasTimestamp, s.TSVal = true, ts
+		x.send(s)
+	}
+	in(101, 5001, "abcd")
+	in(103, 5005, "efgh")
+	x.recv()
+	c.tsRecent = 103      // as an ACK of the first had gone before the second came
+	in(102, 5001, "abcd") // the retransmission, late
+	got := x.recv()
+	if len(got) != 1 || got[0].NSACK != 1 || got[0].SACK[0] != (TCPSACKBlock{5001, 5005}) || got[0].Ack != 5009 {
+		t.Fatalf("segments %v, want one ACK of 5009 with D-SACK 5001-5005", got)
+	}
+	if st := x.stats(); st.PAWSDrop != 1 || st.DSACKsOut != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // A reorder-only path (10%, no loss, seeded): the transfer completes
 // byte-exact, and every reduction that reordering caused is undone by the
 // D-SACKs of its retransmissions.
