@@ -83,6 +83,7 @@ type tcpConn struct {
 	rackOn    bool // rackXmit... describe a delivered segment
 	reordSeen bool // RACK.reordering_seen
 	undoTSOn  bool // undoTS holds the TSval of the episode's first retransmission
+	prrOn     bool // the recovery runs PRR (tcp_prr.go) instead of NewReno's inflation
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
@@ -119,6 +120,11 @@ type tcpConn struct {
 	rackXmit   int64  // RACK.xmit_ts
 	rackRTT    int64  // RACK.rtt
 	minRTT     int64
+
+	// PRR (RFC 6937): RecoverFS, prr_delivered, prr_out, and sndcnt less
+	// what was sent since it was set.
+	recoverFS, prrDelivered, prrOut uint32
+	prrLeft                         int32
 
 	// Undo (RFC 3708): the window before the reduction, and how many of
 	// the episode's retransmissions were not yet D-SACKed.

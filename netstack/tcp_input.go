@@ -338,6 +338,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	}
 	newSack := false
 	advanced := ack.gt(c.sndUna)
+	una, sacked := c.sndUna, l.sackedBytes(c)
 	if c.sackOK {
 		l.rackAck(c, f, ack)
 	}
@@ -365,7 +366,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		l.dupAck(c)
 	}
 	if advanced || newSack {
-		l.rackCheck(c)
+		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(una))+int64(l.sackedBytes(c))-int64(sacked), 0)))
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and

@@ -191,10 +191,11 @@ func (c *tcpConn) checkReordered(lo, hi seqnum) {
 
 // reoWnd is RACK.reo_wnd, RFC 8985 §6.2 step 4: "min(RACK.reo_wnd_mult *
 // RACK.min_RTT / 4, SRTT)", the multiplier grown by D-SACKs.
-// With no reordering seen, in recovery or once DupThresh segments are
-// SACKed, it is zero: loss is then told as fast as by duplicate ACKs.
+// With no reordering seen, in recovery, once DupThresh segments are
+// SACKed or after a tail loss probe (whose SACK is the loss signal, RFC
+// 8985 7.4) it is zero: loss is then told as fast as by duplicate ACKs.
 func (l *tcpLayer) reoWnd(c *tcpConn) int64 {
-	if !c.reordSeen && (c.recovery || l.sackedBytes(c) >= 3*uint32(c.mss)) {
+	if !c.reordSeen && (c.recovery || c.tlpDone || l.sackedBytes(c) >= 3*uint32(c.mss)) {
 		return 0
 	}
 	return min(int64(max(c.reoMult, 1))*c.minRTT/4, c.srtt)
@@ -250,11 +251,12 @@ func (c *tcpConn) sackedAbove(seq seqnum) seqnum {
 	return seq
 }
 
-// rackCheck runs RACK after an ACK that told something new, and at the
-// reorder timeout: a loss it finds starts recovery if none is running
-// (without waiting for three duplicate ACKs), and the lost segments go
-// again, at most two per call, as each ACK of the recovery clocks out.
-func (l *tcpLayer) rackCheck(c *tcpConn) {
+// rackCheck runs RACK after an ACK that told something new (delivered:
+// the bytes it newly acknowledged or SACKed), and at the reorder timeout:
+// a loss it finds starts recovery if none is running (without waiting for
+// three duplicate ACKs), and PRR (tcp_prr.go) sends the lost segments
+// again and new data as the ACKs of the recovery clock them out.
+func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 	if !c.sackOK {
 		return
 	}
@@ -265,6 +267,10 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 		return
 	}
 	seq, lost := l.rackLost(c)
+	if c.recovery && c.prrOn {
+		l.prrAck(c, delivered)
+		return
+	}
 	if !lost {
 		return
 	}
@@ -274,6 +280,10 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 		}
 		l.stats.RACKRecoveries++
 		l.enterRecovery(c)
+		if c.prrOn {
+			l.prrAck(c, delivered)
+			return
+		}
 		if seq == c.sndUna {
 			l.stats.RACKLost++
 		}
@@ -293,7 +303,7 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 // reorderTimeout is RACK's reorder timer, RFC 8985 §6.3.
 func (l *tcpLayer) reorderTimeout(c *tcpConn) {
 	l.stats.ReorderTimeouts++
-	l.rackCheck(c)
+	l.rackCheck(c, 0)
 }
 
 // isDSACK reports whether SACK block r, the first of f's, is a D-SACK
@@ -378,7 +388,7 @@ func (l *tcpLayer) undo(c *tcpConn) {
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
 	c.cubic = c.undoCubic
 	if c.recovery {
-		c.recovery, c.dupAcks = false, 0
+		c.recovery, c.dupAcks, c.prrOn = false, 0, false
 		c.recover = c.sndUna // a new loss may start a recovery at once
 	}
 }

@@ -204,7 +204,7 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	c.retries++
 	c.cwnd = uint32(c.mss)
 	// RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
-	c.recovery = false
+	c.recovery, c.prrOn = false, false
 	c.recover = c.sndMax
 	c.dupAcks = 0
 	// RFC 6298 5.5: back off; Karn: no RTT sample from retransmitted data.
