@@ -133,6 +133,8 @@ type tcpConn struct {
 	undoMarker             seqnum // SND.UNA when the episode began
 	undoTS                 uint32 // TSval of the episode's first retransmission (Eifel, RFC 3522)
 	reoPersist             uint8  // recoveries left before reoMult goes back to 1
+	undoEpisodes           uint8  // reductions the undo covers (saveUndo)
+	undoAt                 int64  // when the first of them began
 	undoCubic              cubicState
 
 	// Receive sequence space.

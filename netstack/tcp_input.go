@@ -162,12 +162,15 @@ func (l *tcpLayer) checkPAWS(c *tcpConn, f *TCPFields, s *inSeg) bool {
 
 // disorderedAck reports whether a segment that failed PAWS is a pure ACK
 // that was only reordered, as Linux's tcp_disordered_ack has it: no text,
-// SYN or FIN, in sequence (SEG.SEQ = RCV.NXT), acknowledging exactly
-// SND.UNA (a duplicate ACK, nothing new to take on trust), and a timestamp
-// within one RTO (in the peer's ticks, taken as ms, RFC 7323 §5.4's
-// slowest sensible clock being 1 ms) of TS.Recent.
+// SYN or FIN, in sequence (SEG.SEQ = RCV.NXT), acknowledging SND.UNA or
+// less (nothing new to take on trust), and a timestamp within one RTO (in
+// the peer's ticks, taken as ms, RFC 7323 §5.4's slowest sensible clock
+// being 1 ms) of TS.Recent. Linux wants SND.UNA exactly; an older ACK
+// moves nothing here either (checkACK takes only its SACK blocks, as it
+// does of any old ACK), but its D-SACK may be the only one a needless
+// retransmission draws, and without it the reduction stays (RFC 3708).
 func (l *tcpLayer) disorderedAck(c *tcpConn, f *TCPFields, seq seqnum, segLen uint32) bool {
-	if segLen != 0 || f.Flags&TCPFlagACK == 0 || seq != c.rcvNxt || seqnum(f.Ack) != c.sndUna {
+	if segLen != 0 || f.Flags&TCPFlagACK == 0 || seq != c.rcvNxt || seqnum(f.Ack).gt(c.sndUna) {
 		return false
 	}
 	switch c.state {

@@ -366,23 +366,33 @@ func (c *tcpConn) recoveryDone() {
 // Linux's tcp_packet_delayed).
 func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) {
 	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
-		l.stats.EifelUndos++
+		l.stats.EifelUndos += uint64(c.undoEpisodes)
 		l.undo(c)
 	}
 }
 
 // saveUndo remembers the window before a reduction (RFC 3708 §3.1,
-// Linux's prior_cwnd and prior_ssthresh).
+// Linux's prior_cwnd and prior_ssthresh). While the last reduction is
+// still undecided, less than an RTO after it began, the D-SACKs for its
+// retransmissions may yet come (reordering delays them past the next
+// loss): the new reduction joins it, and one undo, to the window before
+// the first, needs every retransmission of both D-SACKed. Linux starts
+// afresh, and a reduction reordering caused then stays.
 func (l *tcpLayer) saveUndo(c *tcpConn) {
 	l.stats.Reductions++
+	if c.undoOn && c.undoRtx > 0 && l.now-c.undoAt < c.rto && c.undoEpisodes < 255 {
+		c.undoEpisodes++
+		return
+	}
 	c.undoOn, c.undoRtx, c.undoMarker, c.undoTSOn = true, 0, c.sndUna, false
+	c.undoAt, c.undoEpisodes = l.now, 1
 	c.undoCwnd, c.undoSsthresh, c.undoCubic = c.cwnd, c.ssthresh, c.cubic
 }
 
 // undo restores the window of before the reduction (RFC 3708 §3.2). A
 // recovery still running ends: what it repaired was never lost.
 func (l *tcpLayer) undo(c *tcpConn) {
-	l.stats.SpuriousUndos++
+	l.stats.SpuriousUndos += uint64(c.undoEpisodes)
 	c.undoOn = false
 	c.cwnd = max(c.cwnd, c.undoCwnd)
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)

@@ -229,3 +229,28 @@ func TestTCPRACKRingLent(t *testing.T) {
 		}
 	}
 }
+
+// A loss while the last reduction is still undecided (D-SACKs for its
+// retransmissions on their way, reordering having delayed them past the
+// next loss): the two reductions are undone together, to the window
+// before the first, once every retransmission of both is D-SACKed.
+func TestTCPUndoSpansEpisodes(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4)
+	c.cwnd, c.ssthresh = 10*1460, 20*1460
+	x.l.saveUndo(c)
+	c.undoRtx, c.cwnd, c.ssthresh = 1, 5*1460, 5*1460 // one retransmission, cwnd halved
+	x.advance(time.Millisecond)
+	c.sndUna = c.sndUna.add(1460)
+	x.l.saveUndo(c) // the next loss, 1 ms later
+	c.undoRtx, c.cwnd, c.ssthresh = 2, 3*1460, 3*1460
+	una := seqnum(segSeq(0))
+	x.l.dsackArrived(c, tcpRange{una, una.add(1460)}) // the first episode's
+	if c.cwnd != 3*1460 {
+		t.Fatalf("cwnd %d undone with a retransmission not yet D-SACKed", c.cwnd)
+	}
+	x.l.dsackArrived(c, tcpRange{una.add(1460), una.add(2920)})
+	if st := x.stats(); c.cwnd != 10*1460 || c.ssthresh != 20*1460 || st.Reductions != 2 || st.SpuriousUndos != 2 {
+		t.Fatalf("cwnd %d ssthresh %d stats %+v", c.cwnd, c.ssthresh, st)
+	}
+}
