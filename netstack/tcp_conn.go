@@ -106,6 +106,7 @@ type tcpConn struct {
 	cwnd, ssthresh              uint32
 	caAcked                     uint32 // towards the next cwnd step in congestion avoidance: NewReno's bytes ACKed (RFC 3465), CUBIC's remainder
 	cubic                       cubicState
+	hystart                     hystartState
 
 	// RACK (RFC 8985): when each range in flight was last sent, sorted by
 	// sequence; the most recently sent segment delivered; the reordering

@@ -143,6 +143,9 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
 		if !e.rtx && rtt > 0 && (c.minRTT == 0 || rtt < c.minRTT) {
 			c.minRTT = rtt
 		}
+		if !e.rtx {
+			c.hystartSample(rtt)
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		l.sackHole(c)
 	default:
 		c.dupAcks = 0
-		l.ccAck(c, acked)
+		l.ccAck(c, ack, acked)
 	}
 	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
 	c.tlpDone = false
