@@ -393,17 +393,21 @@ func (l *tcpLayer) saveUndo(c *tcpConn) {
 }
 
 // undo restores the window of before the reduction (RFC 3708 §3.2). A
-// recovery still running ends: what it repaired was never lost.
+// recovery still running ends, and the go-back-N of a timeout stops
+// where it is: what they repaired was never lost, and sending resumes
+// with new data (RFC 4015 §3.2, "SND.NXT <- SND.MAX"; Linux clears the
+// lost marks).
 func (l *tcpLayer) undo(c *tcpConn) {
 	l.stats.SpuriousUndos += uint64(c.undoEpisodes)
 	c.undoOn = false
 	c.cwnd = max(c.cwnd, c.undoCwnd)
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
 	c.cubic = c.undoCubic
-	if c.recovery {
+	if c.recovery || c.sndNxt.lt(c.sndMax) {
 		c.recovery, c.dupAcks, c.prrOn = false, 0, false
 		c.recover = c.sndUna // a new loss may start a recovery at once
 	}
+	c.sndNxt = c.sndMax
 }
 
 // noteDSACK records duplicate data [lo, hi) for a D-SACK block in the
