@@ -257,3 +257,29 @@ func TestTCPPRR(t *testing.T) {
 		t.Fatalf("recovery %v cwnd %d stats %+v", c.recovery, c.cwnd, st)
 	}
 }
+
+// A PRR recovery whose ACKs stop keeps the recovery probe behind it, not
+// a 200 ms RTO, also when SND.UNA's segment was not sent again: after a
+// partial ACK the new SND.UNA may be waiting for RACK, and the tail of a
+// burst loss leaves nothing to clock it out.
+func TestTCPPRRRecoveryProbe(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, d := rackFlight(x, 10)
+	for i := 1; i <= 3; i++ {
+		x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(i + 1)}))
+	}
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	// Segment 0 arrives: SND.UNA moves to segment 4, in flight and not
+	// lost, so not sent again.
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(4), 65535)})
+	x.expectNothing()
+	pto := max(2*c.srtt, int64(10*time.Millisecond))
+	if !c.recovery || c.rtxUna || !c.tlp || c.rtxAt != x.l.now+pto {
+		t.Fatalf("recovery %v rtxUna %v: timer %v at %d, want the probe at %d", c.recovery, c.rtxUna, c.tlp, c.rtxAt, x.l.now+pto)
+	}
+	x.advance(time.Duration(pto))
+	x.expect(seg{TCPFields: fl(A, segSeq(4), 5001, 32768), data: d[4*1460 : 5*1460]})
+	if st := x.stats(); st.RecoveryProbes != 1 || st.RTOTimeouts != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
