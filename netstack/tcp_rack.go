@@ -50,8 +50,8 @@ func (l *tcpLayer) freeTxRing(c *tcpConn) {
 }
 
 // txStamp records that [lo, hi) was sent at at. Records of the same
-// instant that touch merge; when the ring is full the two highest records
-// merge under the later time, which only delays their loss detection.
+// instant that touch merge; when the ring is full two neighbours merge
+// (mergeClosest).
 func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 	if c.tx == nil {
 		l.txRing(c)
@@ -64,9 +64,9 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 			return
 		}
 		if n == tcpTxRing {
-			c.tx[n-1].r, c.tx[n-1].at = hi, at
-			c.tx[n-1].rtx = c.tx[n-1].rtx || rtx
-			return
+			mergeClosest(c.tx[:n])
+			n--
+			c.ntx--
 		}
 		c.tx[n] = tcpTxRec{lo, hi, at, rtx}
 		c.ntx++
@@ -97,12 +97,29 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 		k++
 	}
 	for k > tcpTxRing {
-		a, b := &t[k-2], t[k-1]
-		a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+		mergeClosest(t[:k])
 		k--
 	}
 	copy(c.tx[:], t[:k])
 	c.ntx = uint8(k)
+}
+
+// mergeClosest makes room in a full ring: it merges the two neighbouring
+// records of recs sent closest in time, under the later time, and moves
+// the rest down one. Merging the newest record, ever extended with new
+// data, would stamp bytes sent long ago as just sent: their delivery then
+// made RACK deem lost everything sent in between (needless
+// retransmissions, D-SACKed). Closest in time, the error is smallest.
+func mergeClosest(recs []tcpTxRec) {
+	best, gap := 0, int64(-1)
+	for i := len(recs) - 2; i >= 0; i-- {
+		if g := max(recs[i].at, recs[i+1].at) - min(recs[i].at, recs[i+1].at); gap < 0 || g < gap {
+			best, gap = i, g
+		}
+	}
+	a, b := &recs[best], recs[best+1]
+	a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+	copy(recs[best+1:], recs[best+2:])
 }
 
 // txPrune drops what the cumulative ACK una covers, and the ring with the

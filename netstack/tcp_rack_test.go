@@ -254,3 +254,36 @@ func TestTCPUndoSpansEpisodes(t *testing.T) {
 		t.Fatalf("cwnd %d ssthresh %d stats %+v", c.cwnd, c.ssthresh, st)
 	}
 }
+
+// With more bursts in flight than the ring holds, two records merge: the
+// two sent closest in time, not the newest with the burst just sent. The
+// delivery of the burst before then tells RACK its own send time (RFC
+// 8985 §6.2), not the newest's, which made RACK deem lost every segment
+// sent in between.
+func TestTCPRACKMergeClosest(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	c.sackOK, c.minRTT = true, int64(time.Millisecond)
+	start := x.l.now
+	sent := func(i int) int64 { // bursts 10 ns apart, but 5 close to 6
+		if i == 5 {
+			return start + 59
+		}
+		return start + int64(10*i)
+	}
+	for i := 0; i < tcpTxRing; i++ {
+		x.l.txStamp(c, seqnum(segSeq(i)), seqnum(segSeq(i+1)), sent(i), false)
+	}
+	late := start + 1000
+	x.l.txStamp(c, seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing+1)), late, false)
+	merged, newest := c.tx[5], c.tx[tcpTxRing-1]
+	if c.ntx != tcpTxRing || merged != (tcpTxRec{seqnum(segSeq(5)), seqnum(segSeq(7)), sent(6), false}) ||
+		newest != (tcpTxRec{seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing + 1)), late, false}) {
+		t.Fatalf("%d records: merged %+v, newest %+v", c.ntx, merged, newest)
+	}
+	x.l.now = late + int64(time.Millisecond)
+	x.l.rackDelivered(c, seqnum(segSeq(tcpTxRing-1)), seqnum(segSeq(tcpTxRing)))
+	if c.rackXmit != sent(tcpTxRing-1) {
+		t.Fatalf("RACK xmit %d, want %d", c.rackXmit, sent(tcpTxRing-1))
+	}
+}
