@@ -10,6 +10,14 @@
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
 #   sudo TCP_CC=newreno ONLY=delay bench/impaired-vs-kernel.sh # percore's --tcp-cc; paths whose name contains ONLY
+#   sudo LINUX_CC=host bench/impaired-vs-kernel.sh   # nginx on the host's default (e.g. bbr)
+#
+# By default nginx's connections use the same congestion control as
+# percore's (cubic, or reno for newreno), set on the lab's route (ip route
+# ... congctl): a host whose default is BBR, which does not reduce its
+# window on random loss, would otherwise compare two different algorithms,
+# not two stacks. LINUX_CC=host keeps the host's default; LINUX_CC=NAME sets
+# another.
 #
 # The lab: client and server namespaces joined by a one-queue veth pair
 # through a middle namespace where the bridge (in the cmd/lab process)
@@ -27,6 +35,11 @@ ROUNDS=${ROUNDS:-3}
 LARGE=${LARGE:-0}
 TCP_CC=${TCP_CC:-cubic}
 ONLY=${ONLY:-}
+LINUX_CC=${LINUX_CC:-}
+if [[ -z $LINUX_CC ]]; then
+	LINUX_CC=$TCP_CC
+	[[ $TCP_CC == newreno ]] && LINUX_CC=reno
+fi
 PER_GET=${PER_GET:-300} # seconds a download may take before it counts as failed
 
 [[ $(id -u) == 0 ]] || { echo "impaired-vs-kernel: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
@@ -141,6 +154,14 @@ for path in "${paths[@]}"; do
 	# The bridge copies frames as they are: the kernel must send whole,
 	# checksummed ones (the lab does the same on the client end).
 	ip netns exec "$srvns" ethtool -K "$srvif" tx off tso off gso off >/dev/null
+	if [[ $LINUX_CC == host ]]; then
+		linux_cc=$(ip netns exec "$srvns" sysctl -n net.ipv4.tcp_congestion_control)
+	else
+		# Per route, as the namespace's sysctl may be read-only.
+		net=$(ip -n "$srvns" route show dev "$srvif" proto kernel | awk '{print $1; exit}')
+		ip -n "$srvns" route replace "$net" dev "$srvif" congctl "$LINUX_CC"
+		linux_cc=$LINUX_CC
+	fi
 	nginx_conf "$ip3"
 
 	ip netns exec "$srvns" "$dir/httpd" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
@@ -175,7 +196,7 @@ for path in "${paths[@]}"; do
 done
 
 echo
-echo "Download from nginx (Linux TCP) and percore native (--tcp-cc $TCP_CC), one file,"
+echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC), one file,"
 echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
 echo
 echo "| path | size | nginx (Linux) s | percore native s | percore/Linux |"

@@ -15,9 +15,10 @@ import (
 // Before this package's lost-retransmission check, recovery probe,
 // window-blind duplicate ACKs and byte-counted congestion avoidance, these
 // seeds took 43 and 62 RTOs and 17.3 and 20.4 s of fake time (0.8-1.0
-// MB/s); now 4 and 7 RTOs, 9.2 and 10.2 s (1.6-1.8 MB/s). What is left is
-// mostly a probe or an ACK lost with one segment in flight, which only the
-// RTO repairs. The bounds leave room for small changes in timing, not for
+// MB/s); then 4 and 7 RTOs, 9.2 and 10.2 s (1.6-1.8 MB/s); with PRR
+// (tcp_prr.go) 2 and 0 RTOs, 7.3 and 6.9 s (2.3-2.4 MB/s). What is left
+// is mostly a probe or an ACK lost with one segment in flight, which only
+// the RTO repairs. The bounds leave room for small changes in timing, not for
 // a return to RTO-bound recovery.
 func TestTCPBulkImpaired(t *testing.T) {
 	const size = 16 << 20

@@ -63,12 +63,13 @@ type cubicState struct {
 	west    uint32  // the Reno-friendly estimate W_est
 }
 
-// ccAck grows cwnd for acked new bytes outside recovery.
-func (l *tcpLayer) ccAck(c *tcpConn, acked uint32) {
+// ccAck grows cwnd for acked new bytes outside recovery; ack is the new
+// SND.UNA.
+func (l *tcpLayer) ccAck(c *tcpConn, ack seqnum, acked uint32) {
 	mss := uint32(c.mss)
 	switch {
 	case c.cwnd < c.ssthresh:
-		c.cwnd += min(acked, mss) // slow start, RFC 5681 (2)
+		l.slowStart(c, ack, acked) // RFC 5681 (2), HyStart++ (tcp_hystart.go)
 	case c.cc == CUBIC:
 		l.cubicAck(c, acked)
 	default:
@@ -89,6 +90,7 @@ func (l *tcpLayer) ccAck(c *tcpConn, acked uint32) {
 // from it (RFC 5681 3.2 (2), (3)).
 func (l *tcpLayer) ccLoss(c *tcpConn) {
 	mss := uint32(c.mss)
+	c.hystartEnd()
 	if c.cc == CUBIC {
 		c.ssthresh = l.cubicReduce(c)
 		return
@@ -100,6 +102,7 @@ func (l *tcpLayer) ccLoss(c *tcpConn) {
 // ccTimeout sets ssthresh on a retransmission timeout; the caller sets
 // cwnd to one segment (RFC 5681 (4)).
 func (l *tcpLayer) ccTimeout(c *tcpConn) {
+	c.hystartEnd()
 	if c.cc == CUBIC {
 		// Like Linux (tcp_enter_loss), only the first timeout of an
 		// episode outside recovery reduces: recovery already did, and

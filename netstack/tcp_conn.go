@@ -83,6 +83,7 @@ type tcpConn struct {
 	rackOn    bool // rackXmit... describe a delivered segment
 	reordSeen bool // RACK.reordering_seen
 	undoTSOn  bool // undoTS holds the TSval of the episode's first retransmission
+	prrOn     bool // the recovery runs PRR (tcp_prr.go) instead of NewReno's inflation
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
@@ -105,6 +106,7 @@ type tcpConn struct {
 	cwnd, ssthresh              uint32
 	caAcked                     uint32 // towards the next cwnd step in congestion avoidance: NewReno's bytes ACKed (RFC 3465), CUBIC's remainder
 	cubic                       cubicState
+	hystart                     hystartState
 
 	// RACK (RFC 8985): when each range in flight was last sent, sorted by
 	// sequence; the most recently sent segment delivered; the reordering
@@ -120,6 +122,11 @@ type tcpConn struct {
 	rackRTT    int64  // RACK.rtt
 	minRTT     int64
 
+	// PRR (RFC 6937): RecoverFS, prr_delivered, prr_out, and sndcnt less
+	// what was sent since it was set.
+	recoverFS, prrDelivered, prrOut uint32
+	prrLeft                         int32
+
 	// Undo (RFC 3708): the window before the reduction, and how many of
 	// the episode's retransmissions were not yet D-SACKed.
 	undoCwnd, undoSsthresh uint32
@@ -127,6 +134,8 @@ type tcpConn struct {
 	undoMarker             seqnum // SND.UNA when the episode began
 	undoTS                 uint32 // TSval of the episode's first retransmission (Eifel, RFC 3522)
 	reoPersist             uint8  // recoveries left before reoMult goes back to 1
+	undoEpisodes           uint8  // reductions the undo covers (saveUndo)
+	undoAt                 int64  // when the first of them began
 	undoCubic              cubicState
 
 	// Receive sequence space.

@@ -145,6 +145,13 @@ func (l *tcpLayer) checkPAWS(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	}
 	if !l.disorderedAck(c, f, s.seq, s.len) {
 		l.stats.PAWSDrop++
+		if len(s.payload) > 0 && s.seq.lt(c.rcvNxt) {
+			// A retransmission that reordering delivered after later
+			// segments: D-SACK what we hold already, as Linux does
+			// (tcp_send_dupack), or the sender never learns that its
+			// retransmission was needless and cannot undo (RFC 3708).
+			l.noteDSACK(c, s.seq, seqMin(s.seq.add(uint32(len(s.payload))), c.rcvNxt))
+		}
 		l.oowAck(c, s.len)
 		return false
 	}
@@ -155,12 +162,15 @@ func (l *tcpLayer) checkPAWS(c *tcpConn, f *TCPFields, s *inSeg) bool {
 
 // disorderedAck reports whether a segment that failed PAWS is a pure ACK
 // that was only reordered, as Linux's tcp_disordered_ack has it: no text,
-// SYN or FIN, in sequence (SEG.SEQ = RCV.NXT), acknowledging exactly
-// SND.UNA (a duplicate ACK, nothing new to take on trust), and a timestamp
-// within one RTO (in the peer's ticks, taken as ms, RFC 7323 §5.4's
-// slowest sensible clock being 1 ms) of TS.Recent.
+// SYN or FIN, in sequence (SEG.SEQ = RCV.NXT), acknowledging SND.UNA or
+// less (nothing new to take on trust), and a timestamp within one RTO (in
+// the peer's ticks, taken as ms, RFC 7323 §5.4's slowest sensible clock
+// being 1 ms) of TS.Recent. Linux wants SND.UNA exactly; an older ACK
+// moves nothing here either (checkACK takes only its SACK blocks, as it
+// does of any old ACK), but its D-SACK may be the only one a needless
+// retransmission draws, and without it the reduction stays (RFC 3708).
 func (l *tcpLayer) disorderedAck(c *tcpConn, f *TCPFields, seq seqnum, segLen uint32) bool {
-	if segLen != 0 || f.Flags&TCPFlagACK == 0 || seq != c.rcvNxt || seqnum(f.Ack) != c.sndUna {
+	if segLen != 0 || f.Flags&TCPFlagACK == 0 || seq != c.rcvNxt || seqnum(f.Ack).gt(c.sndUna) {
 		return false
 	}
 	switch c.state {
@@ -331,6 +341,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	}
 	newSack := false
 	advanced := ack.gt(c.sndUna)
+	una, sacked := c.sndUna, l.sackedBytes(c)
 	if c.sackOK {
 		l.rackAck(c, f, ack)
 	}
@@ -358,7 +369,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		l.dupAck(c)
 	}
 	if advanced || newSack {
-		l.rackCheck(c)
+		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(una))+int64(l.sackedBytes(c))-int64(sacked), 0)))
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and

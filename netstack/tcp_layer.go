@@ -218,6 +218,8 @@ type TCPStats struct {
 	SACKCleared      uint64 `stat:"count"` // RTOs that cleared a SACK scoreboard (RFC 6675 §5.1)
 	RACKLost         uint64 `stat:"count"` // segments RACK found lost by time (RFC 8985 §6.2)
 	RACKRecoveries   uint64 `stat:"count"` // recoveries RACK entered before a duplicate-ACK threshold
+	HyStartCSS       uint64 `stat:"count"` // slow starts slowed to Conservative Slow Start by a rising RTT (RFC 9406)
+	HyStartExits     uint64 `stat:"count"` // slow starts HyStart++ ended before any loss
 	ReorderTimeouts  uint64 `stat:"count"` // RACK reorder timer expiries (RFC 8985 §6.3)
 	DSACKsIn         uint64 `stat:"count"` // D-SACK blocks received (RFC 2883)
 	DSACKsOut        uint64 `stat:"count"` // D-SACK blocks sent for duplicate data (RFC 2883)

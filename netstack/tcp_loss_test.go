@@ -103,9 +103,9 @@ func TestTCPLostRetransmitNotWhenSACKed(t *testing.T) {
 
 // RFC 7323 PAWS lets through a pure duplicate ACK that only arrived late
 // (Linux's tcp_disordered_ack): its SACK blocks count, it is not answered,
-// and it does not move the send window. A late ACK that acknowledges
-// something other than SND.UNA, or carries data, is still dropped and
-// ACKed.
+// and it does not move the send window. A late ACK below SND.UNA adds
+// its SACK blocks only. A late ACK of new data, or one that carries data,
+// is still dropped and ACKed.
 func TestTCPPAWSDisorderedAck(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
@@ -125,15 +125,22 @@ func TestTCPPAWSDisorderedAck(t *testing.T) {
 	w := fl(A, segSeq(4), 5001, 32768)
 	w.HasTimestamp, w.TSVal, w.TSEcr = true, 50, 5000
 	x.expect(seg{TCPFields: w})
-	// A late ACK below SND.UNA is no duplicate: dropped.
+	// A late ACK below SND.UNA is no duplicate, but its SACK blocks
+	// count: here a D-SACK.
 	x.send(seg{TCPFields: fl(A, 5001, segSeq(1), 65535)})
 	x.recv()
-	old := dupSACK(65535)
-	old.Ack, old.HasTimestamp, old.TSVal = segSeq(0), true, 4999
+	old := dupSACK(65535, TCPSACKBlock{segSeq(0), segSeq(0) + 100})
+	old.Ack, old.HasTimestamp, old.TSVal = segSeq(0)+100, true, 4999
 	x.send(old)
+	x.expectNothing()
+	// A late ACK of data not yet acknowledged is news not to be
+	// taken on trust: dropped.
+	news := dupSACK(65535)
+	news.Ack, news.HasTimestamp, news.TSVal = segSeq(2), true, 4999
+	x.send(news)
 	x.recv()
-	if st := x.stats(); st.DisorderedAcks != 1 || st.PAWSDrop != 2 {
-		t.Fatalf("stats %+v", st)
+	if st := x.stats(); st.DisorderedAcks != 2 || st.PAWSDrop != 2 || st.DSACKsIn != 1 || c.sndUna != seqnum(segSeq(1)) {
+		t.Fatalf("snd.una %d stats %+v", c.sndUna, st)
 	}
 }
 

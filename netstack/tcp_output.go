@@ -271,6 +271,9 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 				cwnd += uint32(c.dupAcks) * uint32(c.mss)
 			}
 			wndEnd := c.sndUna.add(min(c.sndWnd, cwnd))
+			if c.prrOn {
+				wndEnd = seqMin(c.sndUna.add(c.sndWnd), c.prrWndEnd(seq))
+			}
 			if !seq.lt(wndEnd) {
 				break
 			}
@@ -348,6 +351,9 @@ func (l *tcpLayer) emitAt(c *tcpConn, seq seqnum, n uint32, bufs [][]byte, dataE
 	}
 	if c.sackOK && end.gt(seq) {
 		l.txStamp(c, seq, end, l.now, seq.lt(c.sndMax))
+	}
+	if c.prrOn {
+		c.prrSent(end.diff(seq))
 	}
 	if seq.lt(c.sndMax) {
 		l.stats.Retransmits++

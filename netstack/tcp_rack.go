@@ -50,8 +50,8 @@ func (l *tcpLayer) freeTxRing(c *tcpConn) {
 }
 
 // txStamp records that [lo, hi) was sent at at. Records of the same
-// instant that touch merge; when the ring is full the two highest records
-// merge under the later time, which only delays their loss detection.
+// instant that touch merge; when the ring is full two neighbours merge
+// (mergeClosest).
 func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 	if c.tx == nil {
 		l.txRing(c)
@@ -64,9 +64,9 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 			return
 		}
 		if n == tcpTxRing {
-			c.tx[n-1].r, c.tx[n-1].at = hi, at
-			c.tx[n-1].rtx = c.tx[n-1].rtx || rtx
-			return
+			mergeClosest(c.tx[:n])
+			n--
+			c.ntx--
 		}
 		c.tx[n] = tcpTxRec{lo, hi, at, rtx}
 		c.ntx++
@@ -97,12 +97,29 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 		k++
 	}
 	for k > tcpTxRing {
-		a, b := &t[k-2], t[k-1]
-		a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+		mergeClosest(t[:k])
 		k--
 	}
 	copy(c.tx[:], t[:k])
 	c.ntx = uint8(k)
+}
+
+// mergeClosest makes room in a full ring: it merges the two neighbouring
+// records of recs sent closest in time, under the later time, and moves
+// the rest down one. Merging the newest record, ever extended with new
+// data, would stamp bytes sent long ago as just sent: their delivery then
+// made RACK deem lost everything sent in between (needless
+// retransmissions, D-SACKed). Closest in time, the error is smallest.
+func mergeClosest(recs []tcpTxRec) {
+	best, gap := 0, int64(-1)
+	for i := len(recs) - 2; i >= 0; i-- {
+		if g := max(recs[i].at, recs[i+1].at) - min(recs[i].at, recs[i+1].at); gap < 0 || g < gap {
+			best, gap = i, g
+		}
+	}
+	a, b := &recs[best], recs[best+1]
+	a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+	copy(recs[best+1:], recs[best+2:])
 }
 
 // txPrune drops what the cumulative ACK una covers, and the ring with the
@@ -142,6 +159,9 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
 		}
 		if !e.rtx && rtt > 0 && (c.minRTT == 0 || rtt < c.minRTT) {
 			c.minRTT = rtt
+		}
+		if !e.rtx {
+			c.hystartSample(rtt)
 		}
 	}
 }
@@ -191,10 +211,11 @@ func (c *tcpConn) checkReordered(lo, hi seqnum) {
 
 // reoWnd is RACK.reo_wnd, RFC 8985 §6.2 step 4: "min(RACK.reo_wnd_mult *
 // RACK.min_RTT / 4, SRTT)", the multiplier grown by D-SACKs.
-// With no reordering seen, in recovery or once DupThresh segments are
-// SACKed, it is zero: loss is then told as fast as by duplicate ACKs.
+// With no reordering seen, in recovery, once DupThresh segments are
+// SACKed or after a tail loss probe (whose SACK is the loss signal, RFC
+// 8985 7.4) it is zero: loss is then told as fast as by duplicate ACKs.
 func (l *tcpLayer) reoWnd(c *tcpConn) int64 {
-	if !c.reordSeen && (c.recovery || l.sackedBytes(c) >= 3*uint32(c.mss)) {
+	if !c.reordSeen && (c.recovery || c.tlpDone || l.sackedBytes(c) >= 3*uint32(c.mss)) {
 		return 0
 	}
 	return min(int64(max(c.reoMult, 1))*c.minRTT/4, c.srtt)
@@ -250,11 +271,12 @@ func (c *tcpConn) sackedAbove(seq seqnum) seqnum {
 	return seq
 }
 
-// rackCheck runs RACK after an ACK that told something new, and at the
-// reorder timeout: a loss it finds starts recovery if none is running
-// (without waiting for three duplicate ACKs), and the lost segments go
-// again, at most two per call, as each ACK of the recovery clocks out.
-func (l *tcpLayer) rackCheck(c *tcpConn) {
+// rackCheck runs RACK after an ACK that told something new (delivered:
+// the bytes it newly acknowledged or SACKed), and at the reorder timeout:
+// a loss it finds starts recovery if none is running (without waiting for
+// three duplicate ACKs), and PRR (tcp_prr.go) sends the lost segments
+// again and new data as the ACKs of the recovery clock them out.
+func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 	if !c.sackOK {
 		return
 	}
@@ -265,6 +287,10 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 		return
 	}
 	seq, lost := l.rackLost(c)
+	if c.recovery && c.prrOn {
+		l.prrAck(c, delivered)
+		return
+	}
 	if !lost {
 		return
 	}
@@ -274,6 +300,10 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 		}
 		l.stats.RACKRecoveries++
 		l.enterRecovery(c)
+		if c.prrOn {
+			l.prrAck(c, delivered)
+			return
+		}
 		if seq == c.sndUna {
 			l.stats.RACKLost++
 		}
@@ -293,7 +323,7 @@ func (l *tcpLayer) rackCheck(c *tcpConn) {
 // reorderTimeout is RACK's reorder timer, RFC 8985 §6.3.
 func (l *tcpLayer) reorderTimeout(c *tcpConn) {
 	l.stats.ReorderTimeouts++
-	l.rackCheck(c)
+	l.rackCheck(c, 0)
 }
 
 // isDSACK reports whether SACK block r, the first of f's, is a D-SACK
@@ -356,31 +386,45 @@ func (c *tcpConn) recoveryDone() {
 // Linux's tcp_packet_delayed).
 func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) {
 	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
-		l.stats.EifelUndos++
+		l.stats.EifelUndos += uint64(c.undoEpisodes)
 		l.undo(c)
 	}
 }
 
 // saveUndo remembers the window before a reduction (RFC 3708 §3.1,
-// Linux's prior_cwnd and prior_ssthresh).
+// Linux's prior_cwnd and prior_ssthresh). While the last reduction is
+// still undecided, less than an RTO after it began, the D-SACKs for its
+// retransmissions may yet come (reordering delays them past the next
+// loss): the new reduction joins it, and one undo, to the window before
+// the first, needs every retransmission of both D-SACKed. Linux starts
+// afresh, and a reduction reordering caused then stays.
 func (l *tcpLayer) saveUndo(c *tcpConn) {
 	l.stats.Reductions++
+	if c.undoOn && c.undoRtx > 0 && l.now-c.undoAt < c.rto && c.undoEpisodes < 255 {
+		c.undoEpisodes++
+		return
+	}
 	c.undoOn, c.undoRtx, c.undoMarker, c.undoTSOn = true, 0, c.sndUna, false
+	c.undoAt, c.undoEpisodes = l.now, 1
 	c.undoCwnd, c.undoSsthresh, c.undoCubic = c.cwnd, c.ssthresh, c.cubic
 }
 
 // undo restores the window of before the reduction (RFC 3708 §3.2). A
-// recovery still running ends: what it repaired was never lost.
+// recovery still running ends, and the go-back-N of a timeout stops
+// where it is: what they repaired was never lost, and sending resumes
+// with new data (RFC 4015 §3.2, "SND.NXT <- SND.MAX"; Linux clears the
+// lost marks).
 func (l *tcpLayer) undo(c *tcpConn) {
-	l.stats.SpuriousUndos++
+	l.stats.SpuriousUndos += uint64(c.undoEpisodes)
 	c.undoOn = false
 	c.cwnd = max(c.cwnd, c.undoCwnd)
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
 	c.cubic = c.undoCubic
-	if c.recovery {
-		c.recovery, c.dupAcks = false, 0
+	if c.recovery || c.sndNxt.lt(c.sndMax) {
+		c.recovery, c.dupAcks, c.prrOn = false, 0, false
 		c.recover = c.sndUna // a new loss may start a recovery at once
 	}
+	c.sndNxt = c.sndMax
 }
 
 // noteDSACK records duplicate data [lo, hi) for a D-SACK block in the

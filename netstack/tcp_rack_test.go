@@ -142,6 +142,32 @@ func TestTCPDSACKGenerated(t *testing.T) {
 	}
 }
 
+// A retransmission that reordering delivers after later segments carries
+// an older timestamp and fails PAWS; its data, held already, is still
+// D-SACKed (Linux's tcp_send_dupack), so that the sender can undo.
+func TestTCPDSACKAfterPAWS(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	c.sackOK, c.tsOK, c.tsRecent = true, true, 100
+	in := func(ts uint32, seq uint32, data string) {
+		s := seg{TCPFields: fl(A|P, seq, 1001, 65535), data: data}
+		s.HasTimestamp, s.TSVal = true, ts
+		x.send(s)
+	}
+	in(101, 5001, "abcd")
+	in(103, 5005, "efgh")
+	x.recv()
+	c.tsRecent = 103      // as an ACK of the first had gone before the second came
+	in(102, 5001, "abcd") // the retransmission, late
+	got := x.recv()
+	if len(got) != 1 || got[0].NSACK != 1 || got[0].SACK[0] != (TCPSACKBlock{5001, 5005}) || got[0].Ack != 5009 {
+		t.Fatalf("segments %v, want one ACK of 5009 with D-SACK 5001-5005", got)
+	}
+	if st := x.stats(); st.PAWSDrop != 1 || st.DSACKsOut != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // A reorder-only path (10%, no loss, seeded): the transfer completes
 // byte-exact, and every reduction that reordering caused is undone by the
 // D-SACKs of its retransmissions.
@@ -201,5 +227,63 @@ func TestTCPRACKRingLent(t *testing.T) {
 		if c.tx != nil || c.ntx != 0 || len(x.l.txRings) != 1 {
 			t.Fatalf("flight %d ACKed: ring %v, %d records, %d free", flight, c.tx != nil, c.ntx, len(x.l.txRings))
 		}
+	}
+}
+
+// A loss while the last reduction is still undecided (D-SACKs for its
+// retransmissions on their way, reordering having delayed them past the
+// next loss): the two reductions are undone together, to the window
+// before the first, once every retransmission of both is D-SACKed.
+func TestTCPUndoSpansEpisodes(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4)
+	c.cwnd, c.ssthresh = 10*1460, 20*1460
+	x.l.saveUndo(c)
+	c.undoRtx, c.cwnd, c.ssthresh = 1, 5*1460, 5*1460 // one retransmission, cwnd halved
+	x.advance(time.Millisecond)
+	c.sndUna = c.sndUna.add(1460)
+	x.l.saveUndo(c) // the next loss, 1 ms later
+	c.undoRtx, c.cwnd, c.ssthresh = 2, 3*1460, 3*1460
+	una := seqnum(segSeq(0))
+	x.l.dsackArrived(c, tcpRange{una, una.add(1460)}) // the first episode's
+	if c.cwnd != 3*1460 {
+		t.Fatalf("cwnd %d undone with a retransmission not yet D-SACKed", c.cwnd)
+	}
+	x.l.dsackArrived(c, tcpRange{una.add(1460), una.add(2920)})
+	if st := x.stats(); c.cwnd != 10*1460 || c.ssthresh != 20*1460 || st.Reductions != 2 || st.SpuriousUndos != 2 {
+		t.Fatalf("cwnd %d ssthresh %d stats %+v", c.cwnd, c.ssthresh, st)
+	}
+}
+
+// With more bursts in flight than the ring holds, two records merge: the
+// two sent closest in time, not the newest with the burst just sent. The
+// delivery of the burst before then tells RACK its own send time (RFC
+// 8985 §6.2), not the newest's, which made RACK deem lost every segment
+// sent in between.
+func TestTCPRACKMergeClosest(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.establish()
+	c.sackOK, c.minRTT = true, int64(time.Millisecond)
+	start := x.l.now
+	sent := func(i int) int64 { // bursts 10 ns apart, but 5 close to 6
+		if i == 5 {
+			return start + 59
+		}
+		return start + int64(10*i)
+	}
+	for i := 0; i < tcpTxRing; i++ {
+		x.l.txStamp(c, seqnum(segSeq(i)), seqnum(segSeq(i+1)), sent(i), false)
+	}
+	late := start + 1000
+	x.l.txStamp(c, seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing+1)), late, false)
+	merged, newest := c.tx[5], c.tx[tcpTxRing-1]
+	if c.ntx != tcpTxRing || merged != (tcpTxRec{seqnum(segSeq(5)), seqnum(segSeq(7)), sent(6), false}) ||
+		newest != (tcpTxRec{seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing + 1)), late, false}) {
+		t.Fatalf("%d records: merged %+v, newest %+v", c.ntx, merged, newest)
+	}
+	x.l.now = late + int64(time.Millisecond)
+	x.l.rackDelivered(c, seqnum(segSeq(tcpTxRing-1)), seqnum(segSeq(tcpTxRing)))
+	if c.rackXmit != sent(tcpTxRing-1) {
+		t.Fatalf("RACK xmit %d, want %d", c.rackXmit, sent(tcpTxRing-1))
 	}
 }

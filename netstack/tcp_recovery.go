@@ -3,7 +3,9 @@ package netstack
 // The sender side of ACK processing: RTT, the congestion control hooks
 // (tcp_cc.go), NewReno recovery (RFC 6582), limited transmit (RFC 3042) and the SACK
 // scoreboard (RFC 2018, RFC 6675 light). Loss by time (RACK), D-SACK and
-// undo are in tcp_rack.go.
+// undo are in tcp_rack.go; once RACK runs (SACK and an RTT measured) it
+// starts the recoveries, and PRR (tcp_prr.go) replaces NewReno's window
+// arithmetic in them.
 
 // newAck handles an ACK that advances SND.UNA: RTT, congestion control
 // (RFC 5681, NewReno RFC 6582), the app's output and the RTO timer.
@@ -34,11 +36,18 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 	switch {
 	case c.recovery && !ack.lt(c.recover):
 		// RFC 6582 3.2 (3) full acknowledgment: "Set cwnd to either
-		// (1) min (ssthresh, max(FlightSize, SMSS) + SMSS)".
+		// (1) min (ssthresh, max(FlightSize, SMSS) + SMSS)"; PRR's
+		// recovery ends at ssthresh.
 		c.recovery = false
 		c.dupAcks = 0
-		l.ccRecovered(c, flight)
+		if c.prrOn {
+			c.prrEnd()
+		} else {
+			l.ccRecovered(c, flight)
+		}
 		c.recoveryDone()
+	case c.recovery && c.prrOn:
+		// PRR sends what this ACK allows after it (rackCheck).
 	case c.recovery:
 		// RFC 6582 3.2 (3) partial acknowledgment: "retransmit the first
 		// unacknowledged segment ... deflate the congestion window by the
@@ -53,7 +62,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		l.sackHole(c)
 	default:
 		c.dupAcks = 0
-		l.ccAck(c, acked)
+		l.ccAck(c, ack, acked)
 	}
 	// RFC 6298 5.2/5.3: all acked → stop the timer; else restart it.
 	c.tlpDone = false
@@ -74,6 +83,9 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 func (l *tcpLayer) dupAck(c *tcpConn) {
 	c.dupAcks++
 	mss := uint32(c.mss)
+	if c.prrOn {
+		return // RACK and PRR run the recovery (rackCheck)
+	}
 	if c.recovery {
 		c.cwnd += mss
 		if l.lostRetransmit(c) {
@@ -87,10 +99,11 @@ func (l *tcpLayer) dupAck(c *tcpConn) {
 	// hole (RFC 6675 IsLost), which small windows need; before that,
 	// limited transmit (RFC 3042) lets new data out (see sendData). After a
 	// tail loss probe, the SACK it draws is the loss signal (RFC 8985 7.4).
-	// Once reordering was seen, RACK alone tells loss, by time (RFC 8985
-	// §6.2; Linux too): a threshold of duplicate ACKs would take every
-	// reordering deeper than three segments for a loss.
-	if c.rackActive() && c.reordSeen {
+	// Once an RTT is measured, RACK alone tells loss, by time (RFC 8985
+	// §6.2; Linux too), and enters recovery with PRR: a threshold of
+	// duplicate ACKs would take every reordering deeper than three
+	// segments for a loss.
+	if c.rackActive() {
 		return
 	}
 	if c.dupAcks < 3 && !(c.sackOK && (l.sackedBytes(c) > 2*mss || c.tlpDone)) {
@@ -112,10 +125,16 @@ func (l *tcpLayer) enterRecovery(c *tcpConn) {
 	mss := uint32(c.mss)
 	l.stats.FastRetransmits++
 	l.saveUndo(c)
+	prior := c.cwnd
 	l.ccLoss(c)
 	c.recover = c.sndMax
 	c.recovery = true
 	c.rtxHigh = c.sndUna
+	if c.rackActive() {
+		// RACK picks what to resend and PRR how much (rackCheck).
+		c.prrStart(prior)
+		return
+	}
 	l.retransmitAt(c, c.sndUna)
 	c.rtxHigh = c.sndUna.add(mss)
 	c.cwnd = c.ssthresh + 3*mss

@@ -283,3 +283,33 @@ func TestTCPTailLossProbe(t *testing.T) {
 	}
 	t.Fatalf("one segment in flight: PTO %v should not beat RTO %v", pto, time.Duration(c.rto))
 }
+
+// A spurious timeout (RFC 3522 detection, RFC 4015 response): the ACK
+// after the RTO's retransmission echoes the timestamp of the original,
+// which got there. The reduction is undone, and go-back-N stops: the
+// segments after it are not sent again, new data follows.
+func TestTCPSpuriousRTOUndone(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
+	d := pattern(3 * 1460)
+	app.write(d)
+	x.kick(c)
+	orig := x.recv()[0].TSVal
+	cwnd := c.cwnd
+	x.advance(time.Second)
+	if got := x.recv(); len(got) != 1 || got[0].Seq != 1001 || c.cwnd != 1460 {
+		t.Fatalf("after the RTO: cwnd %d, sent %v", c.cwnd, got)
+	}
+	more := pattern(100)
+	app.write(more)
+	ack := fl(A, 5001, 2461, 65535)
+	ack.HasTimestamp, ack.TSVal, ack.TSEcr = true, 101, orig
+	x.send(seg{TCPFields: ack})
+	w := fl(PA, 1001+3*1460, 5001, 32768)
+	w.HasTimestamp, w.TSVal, w.TSEcr = true, x.l.tsNow(c), 101
+	x.expect(seg{TCPFields: w, data: more})
+	if st := x.stats(); c.cwnd < cwnd || st.EifelUndos != 1 || st.RTOTimeouts != 1 || st.Retransmits != 1 {
+		t.Fatalf("cwnd %d (was %d) stats %+v", c.cwnd, cwnd, st)
+	}
+}

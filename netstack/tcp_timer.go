@@ -204,7 +204,7 @@ func (l *tcpLayer) rtoExpired(c *tcpConn) {
 	c.retries++
 	c.cwnd = uint32(c.mss)
 	// RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
-	c.recovery = false
+	c.recovery, c.prrOn = false, false
 	c.recover = c.sndMax
 	c.dupAcks = 0
 	// RFC 6298 5.5: back off; Karn: no RTT sample from retransmitted data.
@@ -265,7 +265,7 @@ func (l *tcpLayer) rearmRTO(c *tcpConn) {
 	c.tlp = false
 	switch c.state {
 	case tcpEstablished, tcpCloseWait, tcpFinWait1, tcpClosing, tcpLastAck:
-		if c.sackOK && c.srtt > 0 && !c.tlpDone && c.recovery && c.rtxUna && c.retries == 0 {
+		if c.sackOK && c.srtt > 0 && !c.tlpDone && c.recovery && (c.rtxUna || c.prrOn) && c.retries == 0 {
 			// Recovery probe: SND.UNA's retransmission is out and the
 			// ACKs have stopped. Either it or the ACK it drew was
 			// lost, and nothing sent after it is left to tell (the
@@ -273,7 +273,10 @@ func (l *tcpLayer) rearmRTO(c *tcpConn) {
 			// SACKed). RFC 8985 sends no probe in recovery and leaves
 			// this to the RTO, 200 ms or more against an RTT of a
 			// few ms here; one retransmission after 2*SRTT repairs
-			// either loss, once per SND.UNA.
+			// either loss, once per SND.UNA. In a PRR recovery
+			// also before SND.UNA's segment went again: it may be
+			// waiting for RACK, and the tail of a burst loss leaves
+			// no ACK to clock it out.
 			if pto := max(2*c.srtt, int64(10*time.Millisecond)); pto < c.rto {
 				c.tlp = true
 				c.rtxAt = l.now + pto

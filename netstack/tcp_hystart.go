@@ -1,0 +1,98 @@
+package netstack
+
+// Slow start with HyStart++ (RFC 9406): the first slow start of a
+// connection watches the RTT of each round and, when it rises by a
+// threshold (a queue builds), grows by a quarter as fast (Conservative
+// Slow Start) for up to five rounds before it hands over to congestion
+// avoidance, instead of running on until losses end it, a window's worth
+// of them at once. The RTT samples come from RACK (one per ACK that
+// delivers data sent once), so a connection without SACK runs plain slow
+// start.
+
+// HyStart++'s constants, RFC 9406 §4.3 (the RECOMMENDED values).
+const (
+	hsL             = 8  // segments an ACK may grow cwnd by, without pacing
+	hsMinRTTThresh  = 4  // ms
+	hsMaxRTTThresh  = 16 // ms
+	hsMinRTTDivisor = 8
+	hsNRTTSample    = 8
+	hsCSSDivisor    = 4
+	hsCSSRounds     = 5
+)
+
+// hystartState is one connection's HyStart++ state; RTTs in µs, 0 when
+// none was taken (the RFC's infinity).
+type hystartState struct {
+	roundEnd seqnum // windowEnd: the round ends when it is acknowledged
+	lastMin  uint32 // lastRoundMinRTT
+	curMin   uint32 // currentRoundMinRTT
+	baseline uint32 // cssBaselineMinRtt; non-zero while in CSS
+	samples  uint8  // rttSampleCount
+	cssRound uint8  // rounds spent in CSS
+	done     bool   // the first slow start is over: plain slow start after
+}
+
+// hystartSample takes an RTT sample of an ACK (RFC 9406 §4.2: "keep
+// track of the minimum observed RTT").
+func (c *tcpConn) hystartSample(rtt int64) {
+	h := &c.hystart
+	if h.done || c.cwnd >= c.ssthresh {
+		return
+	}
+	us := uint32(min(max(rtt/1000, 1), 1<<31))
+	if h.curMin == 0 || us < h.curMin {
+		h.curMin = us
+	}
+	h.samples = min(h.samples+1, 255)
+}
+
+// slowStart grows cwnd for acked bytes below ssthresh, by at most L
+// segments an ACK (RFC 9406 §4.2; RFC 3465 allows 2, Linux has no limit,
+// and a receiver that coalesces ACKs acknowledges 4-8 segments at once);
+// ack is the new SND.UNA.
+func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
+	mss := uint32(c.mss)
+	inc := min(acked, hsL*mss)
+	h := &c.hystart
+	if h.done || !c.rackActive() {
+		c.cwnd = min(c.cwnd+inc, max(c.ssthresh, c.cwnd))
+		return
+	}
+	if !ack.lt(h.roundEnd) {
+		// A new round (§4.2): the last one's minimum is the baseline.
+		h.roundEnd = c.sndMax
+		h.lastMin, h.curMin, h.samples = h.curMin, 0, 0
+		if h.baseline != 0 {
+			h.cssRound++
+			if h.cssRound >= hsCSSRounds {
+				// "enter congestion avoidance by setting ssthresh
+				// to the current cwnd".
+				l.stats.HyStartExits++
+				h.done = true
+				c.ssthresh = c.cwnd
+				return
+			}
+		}
+	}
+	if h.baseline == 0 {
+		c.cwnd += inc
+		if h.samples >= hsNRTTSample && h.curMin != 0 && h.lastMin != 0 {
+			thresh := max(hsMinRTTThresh*1000, min(h.lastMin/hsMinRTTDivisor, hsMaxRTTThresh*1000))
+			if h.curMin >= h.lastMin+thresh {
+				// The RTT rose: a queue builds. Conservative Slow Start.
+				l.stats.HyStartCSS++
+				h.baseline, h.cssRound = h.curMin, 0
+			}
+		}
+		return
+	}
+	c.cwnd += inc / hsCSSDivisor
+	if h.samples >= hsNRTTSample && h.curMin < h.baseline {
+		// "the RTT increase ... was spurious": back to slow start.
+		h.baseline = 0
+	}
+}
+
+// hystartEnd ends HyStart++ at the first loss or timeout (§4.2: "If
+// ... the connection enters loss recovery ... exit").
+func (c *tcpConn) hystartEnd() { c.hystart.done = true }
