@@ -117,6 +117,73 @@ func TestTCPTimeWaitReuse(t *testing.T) {
 	}
 }
 
+// TIME-WAIT with timestamps: a SYN whose TSval is above TS.Recent reopens
+// the 4-tuple whatever its ISN (RFC 6191), as a port-reusing client's
+// random ISN may well be below RCV.NXT.
+func TestTCPTimeWaitReuseNewerTimestamp(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.inState(tcpTimeWait)
+	c.tsOK, c.tsRecent = true, 1000
+	syn := fl(S, 100, 0, 8192)
+	syn.HasTimestamp, syn.TSVal = true, 1001
+	x.send(seg{TCPFields: syn})
+	x.state(tcpSynRcvd)
+	if got := x.recv(); len(got) != 1 || got[0].Flags != SA || got[0].Ack != 101 || got[0].TSEcr != 1001 {
+		t.Fatalf("sent %v", got)
+	}
+	if st := x.stats(); st.TimeWaitReopened != 1 || st.TimeWaitDone != 1 || st.TimeWaits != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TIME-WAIT with timestamps: a SYN whose TSval is below TS.Recent is an old
+// duplicate even with an ISN above RCV.NXT: PAWS ACKs and drops it.
+func TestTCPTimeWaitReuseOlderTimestamp(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := x.inState(tcpTimeWait)
+	c.tsOK, c.tsRecent = true, 1000
+	syn := fl(S, 90000, 0, 8192)
+	syn.HasTimestamp, syn.TSVal = true, 999
+	x.send(seg{TCPFields: syn})
+	x.state(tcpTimeWait)
+	if got := x.recv(); len(got) != 1 || got[0].Flags != A || got[0].Ack != tIRS+2 {
+		t.Fatalf("sent %v", got)
+	}
+	if st := x.stats(); st.TimeWaitReopened != 0 || st.PAWSDrop != 1 || st.TimeWaits != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The same TSval as TS.Recent falls back to the ISN rule: below
+	// RCV.NXT, a challenge ACK; above it, a new connection.
+	syn.TSVal, syn.Seq = 1000, tIRS
+	x.send(seg{TCPFields: syn})
+	x.state(tcpTimeWait)
+	syn.Seq = 90000
+	x.advance(time.Second) // past the ACK rate limit
+	x.recv()
+	x.send(seg{TCPFields: syn})
+	x.state(tcpSynRcvd)
+	if st := x.stats(); st.TimeWaitReopened != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TIME-WAIT without timestamps: only an ISN above RCV.NXT reopens; another
+// SYN gets a challenge ACK (RFC 5961 §4) and the TIME-WAIT stays.
+func TestTCPTimeWaitReuseISN(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	x.inState(tcpTimeWait)
+	x.send(seg{TCPFields: fl(S, tIRS+1, 0, 8192)})
+	x.state(tcpTimeWait)
+	if got := x.recv(); len(got) != 1 || got[0].Flags != A || got[0].Ack != tIRS+2 {
+		t.Fatalf("sent %v", got)
+	}
+	x.send(seg{TCPFields: fl(S, tIRS+3, 0, 8192)})
+	x.state(tcpSynRcvd)
+	if st := x.stats(); st.TimeWaitReopened != 1 || st.TimeWaits != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // FIN-WAIT-2 does not last forever when the peer never sends FIN.
 func TestTCPFinWait2Timeout(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())

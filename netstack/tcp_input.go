@@ -119,14 +119,27 @@ func (l *tcpLayer) segment(c *tcpConn, f *TCPFields, payload []byte) {
 	}
 }
 
-// timeWaitSYN lets a new SYN above the old connection's sequence space
-// reuse the 4-tuple in TIME-WAIT (RFC 9293 3.6.1, RFC 6191): the old
-// connection ends and the SYN goes to the listener.
+// timeWaitSYN lets a new SYN that cannot be an old duplicate reuse the
+// 4-tuple in TIME-WAIT, as Linux does (tcp_timewait_state_process's
+// TCP_TW_SYN, after RFC 6191): with timestamps on both sides, a TSval above
+// TS.Recent, or equal to it and an ISN above RCV.NXT; without, an ISN above
+// RCV.NXT (RFC 9293 3.6.1). A port-reusing client's ISN is random, its
+// timestamps are not. The old connection ends and the SYN goes to the
+// listener; any other SYN, or one for a port no longer listened on, goes on
+// to PAWS and the steps, which ACK or drop it.
 func (l *tcpLayer) timeWaitSYN(c *tcpConn, f *TCPFields, s *inSeg) bool {
-	if s.flags&TCPFlagSYN == 0 || s.flags&(TCPFlagACK|TCPFlagRST) != 0 || !s.seq.gt(c.rcvNxt) {
+	if s.flags&TCPFlagSYN == 0 || s.flags&(TCPFlagACK|TCPFlagRST) != 0 {
+		return true
+	}
+	newer := s.seq.gt(c.rcvNxt)
+	if c.tsOK && f.HasTimestamp && f.TSVal != c.tsRecent {
+		newer = seqnum(f.TSVal).gt(seqnum(c.tsRecent))
+	}
+	if !newer || l.listener(c.key.lport) == nil {
 		return true
 	}
 	l.stats.TimeWaitDone++
+	l.stats.TimeWaitReopened++
 	l.closeConn(c)
 	l.noConn(c.key, f, s.payload)
 	return false

@@ -233,6 +233,7 @@ type TCPStats struct {
 	DelayedAcks      uint64 `stat:"count"` // ACKs sent by the delayed-ACK timer
 	AppTimeouts      uint64 `stat:"count"` // TCPAppTimer expiries: FIN when idle, else RST
 	TimeWaitDone     uint64 `stat:"count"`
+	TimeWaitReopened uint64 `stat:"count"` // of TimeWaitDone: a new SYN on the 4-tuple ended it and opened a connection (RFC 6191)
 	TimeWaitRecycled uint64 `stat:"count"` // TIME-WAIT connections closed early: table full, or the port reused by Connect
 
 	Conns, SynRcvd, TimeWaits int `stat:"gauge"` // connections now: all, in SYN-RCVD, in TIME-WAIT
