@@ -47,6 +47,9 @@ type Config struct {
 	Warmup   time.Duration // run this long before measuring
 	Seed     uint64        // the users' draws
 	FileSet  int           // the connections the file set was generated for (0: Conns)
+	// StaticOnly draws only the static GETs (same files, pacing and checks):
+	// for servers without SPECweb99's dynamic modules.
+	StaticOnly bool
 
 	Progress io.Writer       // a progress line each second (nil: none)
 	Stop     <-chan struct{} // closing it ends the run early (nil: never)

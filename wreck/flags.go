@@ -46,6 +46,7 @@ func flagSet(cfg *Config, cpuset *string, jsonOut *bool) *flag.FlagSet {
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "run this long before measuring for --duration (connects and errors count over both; default 5s with specweb99, else 0)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "specweb99: seed of the users' draws")
 	fs.IntVar(&cfg.FileSet, "file-set", 0, "specweb99: the connections the file set was generated for (specweb gen --conns; 0: --conn)")
+	fs.BoolVar(&cfg.StaticOnly, "specweb-static-only", false, "specweb99: only the static GETs (same files, pacing and checks), for servers without SPECweb99's dynamic modules")
 	bindNativeFlags(fs, &cfg.Native)
 	bindTLSFlags(fs, &cfg.TLS)
 	return fs

@@ -82,7 +82,7 @@ func newSwClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, dirs, u
 		acct: a, sh: sh, sa: ownSockaddr(sa), family: family, host: cfg.Server,
 		users:  make([]swUser, a.slots),
 		rbuf:   make([]byte, readBuf),
-		mix:    newMix(cfg.Seed, uint64(a.id), dirs),
+		mix:    newMix(cfg.Seed, uint64(a.id), dirs, kindShares(cfg.StaticOnly)),
 		files:  newSwFiles(dirs),
 		warmup: int64(cfg.Warmup),
 	}

@@ -31,6 +31,18 @@ var kindNames = [numKinds]string{"static", "dynamic", "ad", "post", "cgi"}
 // kindShare is the request mix.
 var kindShare = [numKinds]float64{0.70, 0.1245, 0.126, 0.048, 0.0015}
 
+// staticShare is the static-only mix (Config.StaticOnly): the static GETs
+// alone, for servers without SPECweb99's dynamic modules.
+var staticShare = [numKinds]float64{1, 0, 0, 0, 0}
+
+// kindShares is the request mix a run draws from.
+func kindShares(staticOnly bool) *[numKinds]float64 {
+	if staticOnly {
+		return &staticShare
+	}
+	return &kindShare
+}
+
 // classShare is the class mix of the files asked for.
 var classShare = [fileset.Classes]float64{0.35, 0.50, 0.14, 0.01}
 
@@ -64,10 +76,10 @@ type swMix struct {
 	clsCDF  [fileset.Classes]float64
 }
 
-func newMix(seed, stream uint64, dirs int) *swMix {
+func newMix(seed, stream uint64, dirs int, kinds *[numKinds]float64) *swMix {
 	m := &swMix{rng: rand.New(rand.NewPCG(seed, stream)), dirCDF: zipfCDF(make([]float64, dirs))}
 	zipfCDF(m.fileCDF[:])
-	cumulate(m.kindCDF[:], kindShare[:])
+	cumulate(m.kindCDF[:], kinds[:])
 	cumulate(m.clsCDF[:], classShare[:])
 	return m
 }

@@ -20,6 +20,8 @@ func (c *Config) validateWorkload() error {
 		switch {
 		case c.FileSet != 0:
 			return errors.New("--file-set belongs to --workload specweb99")
+		case c.StaticOnly:
+			return errors.New("--specweb-static-only belongs to --workload specweb99")
 		case c.Warmup < 0:
 			return fmt.Errorf("--warmup %v: must not be negative", c.Warmup)
 		case c.Warmup > 0 && c.Reqs > 0:
@@ -92,13 +94,14 @@ func runSpecweb(cfg Config) (*Result, error) {
 		res.ReqPerSec = float64(res.Requests) / res.Seconds
 		res.BytesPerSec = float64(res.BytesRead) / res.Seconds
 	}
-	res.Specweb = specwebResult(clients, dirs, cfg.Warmup.Seconds(), res.Seconds)
+	res.Specweb = specwebResult(clients, dirs, cfg.StaticOnly, cfg.Warmup.Seconds(), res.Seconds)
 	return res, nil
 }
 
 // SpecwebResult is a SPECweb99 run's outcome, over the measured interval
 // (after the warm-up).
 type SpecwebResult struct {
+	StaticOnly        bool         `json:"static_only,omitempty"` // the static-only mix (Config.StaticOnly)
 	Dirs              int          `json:"dirs"`
 	Users             int          `json:"users"`
 	WarmupSeconds     float64      `json:"warmup_seconds"`
@@ -140,8 +143,9 @@ func inMix(share, target float64, n uint64) bool {
 	return math.Abs(share-target) <= tol
 }
 
-func specwebResult(clients []*swclient, dirs int, warmup, secs float64) *SpecwebResult {
-	r := &SpecwebResult{Dirs: dirs, WarmupSeconds: warmup, Seconds: secs, Valid: true}
+func specwebResult(clients []*swclient, dirs int, staticOnly bool, warmup, secs float64) *SpecwebResult {
+	r := &SpecwebResult{StaticOnly: staticOnly, Dirs: dirs, WarmupSeconds: warmup, Seconds: secs, Valid: true}
+	shares := kindShares(staticOnly)
 	var kinds [numKinds]kindCount
 	var classes [4]uint64
 	var sum, n float64
@@ -184,7 +188,7 @@ func specwebResult(clients []*swclient, dirs int, warmup, secs float64) *Specweb
 		total += k.Responses + k.Errors
 	}
 	for i, k := range kinds {
-		m := SpecwebMix{Name: kindNames[i], Requests: k.Responses + k.Errors, Target: kindShare[i],
+		m := SpecwebMix{Name: kindNames[i], Requests: k.Responses + k.Errors, Target: shares[i],
 			Invalid: k.Invalid, Errors: k.Errors}
 		r.Ops += k.Responses
 		if total > 0 {
@@ -234,8 +238,12 @@ func (r *SpecwebResult) writeText(w io.Writer) {
 	if !r.Valid {
 		verdict = "INVALID"
 	}
-	fmt.Fprintf(w, "SPECweb99: %d conforming connections of %d (%.1f%%), %.0f ops/s, mean response %.2f ms, %s\n",
-		r.Conforming, r.Users, r.PercentConforming, r.OpsPerSec, r.MeanResponseMs, verdict)
+	mix := ""
+	if r.StaticOnly {
+		mix = " static-only mix"
+	}
+	fmt.Fprintf(w, "SPECweb99%s: %d conforming connections of %d (%.1f%%), %.0f ops/s, mean response %.2f ms, %s\n",
+		mix, r.Conforming, r.Users, r.PercentConforming, r.OpsPerSec, r.MeanResponseMs, verdict)
 	fmt.Fprintf(w, "  %d directories, %.1fs warm-up, %.2fs measured; per user kbit/s: min %.1f, mean %.1f (conforming above 320)\n",
 		r.Dirs, r.WarmupSeconds, r.Seconds, r.MinUserKbps, r.MeanUserKbps)
 	for _, m := range append(slices.Clip(r.Kinds), r.Classes...) {

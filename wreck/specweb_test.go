@@ -18,7 +18,7 @@ import (
 // target, and that the draws repeat with the seed.
 func TestSpecwebMix(t *testing.T) {
 	const n = 200_000
-	m := newMix(7, 0, fileset.Dirs(20))
+	m := newMix(7, 0, fileset.Dirs(20), &kindShare)
 	var kinds [numKinds]int
 	var classes [fileset.Classes]int
 	var files [fileset.FilesPerDir]int
@@ -53,7 +53,7 @@ func TestSpecwebMix(t *testing.T) {
 			t.Errorf("file %d drawn %d times, not more than file %d (%d)", fileByRank[k-1], files[fileByRank[k-1]], fileByRank[k], files[fileByRank[k]])
 		}
 	}
-	a, b := newMix(7, 3, 40), newMix(7, 3, 40)
+	a, b := newMix(7, 3, 40, &kindShare), newMix(7, 3, 40, &kindShare)
 	for range 1000 {
 		if a.draw() != b.draw() {
 			t.Fatal("the same seed drew different requests")
@@ -73,7 +73,7 @@ func TestZipfCDF(t *testing.T) {
 
 // TestKeepAliveShare: 70% of requests travel on keep-alive connections.
 func TestKeepAliveShare(t *testing.T) {
-	m := newMix(1, 0, 25)
+	m := newMix(1, 0, 25, &kindShare)
 	var ka, all int
 	for range 100_000 {
 		if m.keepAlive() {
@@ -253,7 +253,7 @@ func TestSpecwebFlags(t *testing.T) {
 // TestSpecwebAllocs: drawing, building a request, parsing and checking an
 // answer of every kind allocate nothing once a file's hash is known.
 func TestSpecwebAllocs(t *testing.T) {
-	m := newMix(1, 0, 30)
+	m := newMix(1, 0, 30, &kindShare)
 	f := newSwFiles(30)
 	buf := make([]byte, 0, 512)
 	file := fileset.AppendFile(nil, 1, 1, 2)
@@ -390,12 +390,12 @@ func TestSpecwebVerdict(t *testing.T) {
 	for i, s := range kindShare {
 		kinds[i].Responses = uint64(s * 10000)
 	}
-	r := specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	r := specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if !r.Valid || r.Conforming != 2 || r.MinUserKbps != 400 || r.Ops != 10000 {
 		t.Fatalf("a clean run: %+v", r)
 	}
 	// One user served at 300 kbit/s: 50% conform.
-	r = specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, 0, 10)
+	r = specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, false, 0, 10)
 	if r.Valid || r.Conforming != 1 || r.MinUserKbps != 300 {
 		t.Fatalf("a slow user: %+v", r)
 	}
@@ -403,15 +403,54 @@ func TestSpecwebVerdict(t *testing.T) {
 	bad := kinds
 	bad[kPost].Invalid = 10
 	bad[kCGI].Errors = 2
-	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if r.Valid || len(r.Invalid) != 2 || !strings.Contains(r.Invalid[0], "cgi errors") || !strings.Contains(r.Invalid[1], "post errors") {
 		t.Fatalf("invalid POSTs and CGIs: %+v", r.Invalid)
 	}
 	// The static share 20% off its target.
 	skew := kinds
 	skew[kStatic].Responses = 5600
-	r = specwebResult([]*swclient{mk(skew, [2]int64{10e9, 10e9})}, 30, 0, 10)
+	r = specwebResult([]*swclient{mk(skew, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if r.Valid {
 		t.Fatalf("a skewed mix: %+v", r)
+	}
+}
+
+// TestSpecwebStaticOnly: the static-only mix draws the same files as the
+// full one, all as static GETs; its verdict judges the static share alone;
+// and the flag belongs to the specweb99 workload.
+func TestSpecwebStaticOnly(t *testing.T) {
+	full, static := newMix(7, 3, 40, &kindShare), newMix(7, 3, 40, kindShares(true))
+	for range 10_000 {
+		f, s := full.draw(), static.draw()
+		if s.kind != kStatic || f.dir != s.dir || f.class != s.class || f.num != s.num {
+			t.Fatalf("static-only drew %+v where the full mix drew %+v", s, f)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Conns = 2
+	c := newSwClient(nil, newAcct(0, &cfg, 2, -1), nil, 0, 30, 2, 0)
+	c.measureT0, c.stopped = 0, 10e9
+	for i := range c.users {
+		c.users[i].bytes = 10e9 / 20_000
+	}
+	c.kinds[kStatic].Responses = 10000
+	c.classes = [4]uint64{3500, 5000, 1400, 100}
+	if r := specwebResult([]*swclient{c}, 30, true, 0, 10); !r.Valid || !r.StaticOnly {
+		t.Fatalf("a clean static-only run: %+v", r)
+	}
+	if r := specwebResult([]*swclient{c}, 30, false, 0, 10); r.Valid {
+		t.Fatal("static GETs alone passed as the full mix")
+	}
+	var b strings.Builder
+	specwebResult([]*swclient{c}, 30, true, 0, 10).writeText(&b)
+	if !strings.HasPrefix(b.String(), "SPECweb99 static-only mix: ") {
+		t.Errorf("report does not name the mix: %q", b.String())
+	}
+	if cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--workload", "specweb99", "--specweb-static-only"}); err != nil || !cfg.StaticOnly {
+		t.Errorf("--specweb-static-only: %v, StaticOnly %v", err, cfg.StaticOnly)
+	}
+	if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:80", "--specweb-static-only"}); err == nil {
+		t.Error("--specweb-static-only accepted without the specweb99 workload")
 	}
 }

@@ -26,6 +26,7 @@ type Config struct {
 	Dir                       string // the file set (generated if missing)
 	FileSet                   int    // connections the file set is for (0: Hi, as the rules want)
 	ServerCPUs, ClientCPUs    string
+	Server                    string // percore, or nginx on the static-only mix
 	Stack                     string // posix: loopback
 	Port                      int
 	ServerArgs                []string // more specweb serve flags (--cache-size 1G)
@@ -48,6 +49,7 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	fs.IntVar(&c.FileSet, "file-set", 0, "connections the file set is generated for (default: --hi, as SPECweb99 sizes it; less is not a conforming setting)")
 	fs.StringVar(&c.ServerCPUs, "server-cpus", "1", "CPUs of the server's shards (one shard each)")
 	fs.StringVar(&c.ClientCPUs, "client-cpus", "0", "CPUs of wreck's shards")
+	fs.StringVar(&c.Server, "server", "percore", "the server: percore (specweb serve), or nginx serving the file set as static files on the static-only mix (nginx has no SPECweb99 dynamic modules)")
 	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (over loopback) or native (AF_XDP on a lab veth pair, the client in its namespace)")
 	fs.IntVar(&c.Port, "port", 18080, "the server's port")
 	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
@@ -64,6 +66,14 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	}
 	if c.Stack != "posix" && c.Stack != "native" {
 		fmt.Fprintln(log, "bench specweb: --network-stack is posix or native")
+		return 2
+	}
+	switch {
+	case c.Server != "percore" && c.Server != "nginx":
+		fmt.Fprintln(log, "bench specweb: --server is percore or nginx")
+		return 2
+	case c.Server == "nginx" && (c.Stack != "posix" || len(c.ServerArgs) > 0):
+		fmt.Fprintln(log, "bench specweb: --server nginx runs on kernel sockets over loopback: drop --network-stack native and --server-args")
 		return 2
 	}
 	if err := run(ctx, &c, out, log); err != nil {
@@ -110,11 +120,24 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
 		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
 	argv = append(argv, c.ServerArgs...)
+	ready := func(logs string) bool { return strings.Contains(logs, " directories from ") }
+	if c.Server == "nginx" {
+		if argv, err = nginxArgv(c, host, bin); err != nil {
+			return err
+		}
+		ready = func(string) bool { // nginx says nothing once it listens
+			conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+			if err == nil {
+				conn.Close()
+			}
+			return err == nil
+		}
+	}
 	fmt.Fprintf(log, "bench specweb: %s\n", strings.Join(argv, " "))
 	step := func(conns int) (Step, error) {
 		// A fresh server for each run: an empty post log and cache, as
 		// SPECweb99's reset between runs; the warm-up fills the cache.
-		stop, err := startServer(ctx, argv)
+		stop, err := startServer(ctx, argv, ready)
 		if err != nil {
 			return Step{}, err
 		}
@@ -139,15 +162,16 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	return nil
 }
 
-// startServer starts argv in its own process group and waits for its
-// "serving" line; stop ends that group (and nothing else) and waits.
-func startServer(ctx context.Context, argv []string) (stop func(), err error) {
+// startServer starts argv in its own process group and waits until ready
+// (given its output so far); stop ends that group (and nothing else) and
+// waits.
+func startServer(ctx context.Context, argv []string, ready func(logs string) bool) (stop func(), err error) {
 	srv := exec.Command(argv[0], argv[1:]...)
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &lockedBuffer{}
 	srv.Stdout, srv.Stderr = logs, logs
 	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start specweb serve: %w", err)
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	exited := make(chan struct{})
 	go func() { srv.Wait(); close(exited) }()
@@ -161,7 +185,7 @@ func startServer(ctx context.Context, argv []string) (stop func(), err error) {
 		}
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if strings.Contains(logs.String(), " directories from ") {
+		if ready(logs.String()) {
 			return stop, nil
 		}
 		select {
@@ -169,12 +193,12 @@ func startServer(ctx context.Context, argv []string) (stop func(), err error) {
 			stop()
 			return nil, ctx.Err()
 		case <-exited:
-			return nil, fmt.Errorf("specweb serve exited: %s", tail(logs.String()))
+			return nil, fmt.Errorf("%s exited: %s", argv[0], tail(logs.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("specweb serve: not serving after 20s: %s", tail(logs.String()))
+			return nil, fmt.Errorf("%s: not serving after 20s: %s", argv[0], tail(logs.String()))
 		}
 	}
 }
@@ -202,9 +226,7 @@ func (l *lockedBuffer) String() string {
 
 // runWreck runs one step and reads its verdict.
 func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int) (Step, error) {
-	argv := append(append(pre[:len(pre):len(pre)], filepath.Join(bin, "wreck")), "--server", addr, "--workload", "specweb99", "--conn", strconv.Itoa(conns),
-		"--file-set", strconv.Itoa(c.FileSet), "--warmup", c.Warmup.String(), "--duration", c.Duration.String(),
-		"--cpuset", c.ClientCPUs, "--smp", strconv.Itoa(cpuCount(c.ClientCPUs)), "--json")
+	argv := wreckArgv(pre, bin, c, addr, conns)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -230,23 +252,20 @@ func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr str
 		OpsPerSec: w.OpsPerSec, MeanMs: w.MeanMs, Why: w.Invalid}, nil
 }
 
-// cpuCount counts the CPUs of a list like 0-3,6.
-func cpuCount(list string) int {
-	n := 0
-	for _, part := range strings.Split(list, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 == nil && err2 == nil && b >= a {
-			n += b - a + 1
-		}
+// wreckArgv is the client command of one step: the static-only mix for
+// nginx, which has no SPECweb99 dynamic modules.
+func wreckArgv(pre []string, bin string, c *Config, addr string, conns int) []string {
+	argv := append(append(pre[:len(pre):len(pre)], filepath.Join(bin, "wreck")), "--server", addr, "--workload", "specweb99", "--conn", strconv.Itoa(conns),
+		"--file-set", strconv.Itoa(c.FileSet), "--warmup", c.Warmup.String(), "--duration", c.Duration.String(),
+		"--cpuset", c.ClientCPUs, "--smp", strconv.Itoa(cpuCount(c.ClientCPUs)), "--json")
+	if c.Server == "nginx" {
+		argv = append(argv, "--specweb-static-only")
 	}
-	return max(1, n)
+	return argv
 }
+
+// cpuCount counts the CPUs of a list like 0-3,6.
+func cpuCount(list string) int { return max(1, len(cpuIDs(list))) }
 
 func tail(s string) string {
 	if len(s) > 2000 {

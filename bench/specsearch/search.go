@@ -3,7 +3,9 @@
 // users, each step a whole wreck --workload specweb99 run against specweb
 // serve whose verdict (at least 95% of users conforming, errors at most 1%
 // per kind, the mix within tolerance) decides the step, and prints the
-// result in SPECweb99's form beside the published TUX results.
+// result in SPECweb99's form beside the published TUX results. nginx, which
+// has no SPECweb99 dynamic modules, serves the file set as static files and
+// is driven with the static-only mix (wreck --specweb-static-only).
 //
 // Like package sweep it only orchestrates processes: it builds specweb,
 // specweb-cgi and wreck, generates the file set (resumably), starts the
