@@ -86,15 +86,17 @@ stop() {
 # appends its figures to the rps and cpu tables.
 declare -A rps cpu
 one() {
-	local key="$2 $3 $1" hz b0 b1 out reqs rate us
+	local key="$2 $3 $1" hz b0 b1 s0 s1 out reqs rate us
 	local args=(-t"$THREADS" -c"$CONNS")
 	[[ $3 == x1 ]] || args+=(-s bench/wrk-pipeline.lua)
 	serve "$1" "$2"
 	hz=$(getconf CLK_TCK)
 	in_cli taskset -c 0 wrk "${args[@]}" -d1s "$url" -- "${3#x}" >/dev/null
 	b0=$(busy)
+	s0=$(stolen)
 	out=$(in_cli taskset -c 0 wrk "${args[@]}" -d"$DURATION" "$url" -- "${3#x}")
 	b1=$(busy)
+	s1=$(stolen)
 	stop
 	reqs=$(awk '/requests in/{print $1}' <<<"$out")
 	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -102,8 +104,13 @@ one() {
 	awk '/Non-2xx|Socket errors/' <<<"$out" | sed "s/^/before-after: $key: /" >&2
 	rps[$key]+="$rate "
 	cpu[$key]+="$us "
-	echo "round $r: $key: $rate req/s, $us CPU-µs/req" >&2
+	echo "round $r: $key: $rate req/s, $us CPU-µs/req, $((s1 - s0)) jiffies stolen" >&2
 }
+
+# stolen: jiffies the hypervisor gave to other guests (/proc/stat steal). On
+# a VM a burst of it slows a round by 10-40% whatever the build; such a
+# round says nothing about the change.
+stolen() { awk '/^cpu /{print $9; exit}' /proc/stat; }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
