@@ -111,16 +111,8 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 	if id < 0 || id >= d.rxq {
 		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)
 	}
-	logf := d.cfg.Logf
-	tc := cfg.TCP
-	if tc.MaxConns == 0 {
-		tc.MaxConns = defaultMaxConns
-	}
-	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: id}
-	if tc.SynBacklog == 0 {
-		tc.SynBacklog = q.size.SynBacklog
-	}
-	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, Bind: d.bindMode(), FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: logf}
+	q, tc := d.sizedQueue(id, cfg)
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, Bind: d.bindMode(), FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: d.cfg.Logf}
 	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
@@ -145,6 +137,20 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
 	return q, nil
+}
+
+// sizedQueue is the Queue of shard id, sized for its TCP table, and cfg.TCP
+// with the defaults its zero fields take.
+func (d *Device) sizedQueue(id int, cfg QueueConfig) (*Queue, netstack.TCPConfig) {
+	tc := cfg.TCP
+	if tc.MaxConns == 0 {
+		tc.MaxConns = defaultMaxConns
+	}
+	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: id}
+	if tc.SynBacklog == 0 {
+		tc.SynBacklog = q.size.SynBacklog
+	}
+	return q, tc
 }
 
 // linkBatch is the frames one call on a queue's link moves.

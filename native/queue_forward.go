@@ -22,14 +22,7 @@ func (d *Device) NewForwarded(i int, cfg QueueConfig) (*Queue, error) {
 			return nil, err
 		}
 	}
-	tc := cfg.TCP
-	if tc.MaxConns == 0 {
-		tc.MaxConns = defaultMaxConns
-	}
-	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: i}
-	if tc.SynBacklog == 0 {
-		tc.SynBacklog = q.size.SynBacklog
-	}
+	q, tc := d.sizedQueue(i, cfg)
 	q.fwd, q.wake = d.fwd.newFwdLink(i, nil, d.mtu, linkBatch, q.size.Frames/2, &q.stats), d.fwd.wake[i]
 	q.link = q.fwd
 	if err := d.newStack(q, tc); err != nil {
