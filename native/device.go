@@ -393,11 +393,13 @@ func (d *Device) inNetns(fn func() error) error {
 	return err
 }
 
-// enter moves the calling thread, locked for good, into the namespace.
+// enter locks the calling thread for good and moves it into the namespace
+// (without one, it does nothing).
 func (d *Device) enter() error {
 	if !d.ns.IsOpen() {
 		return nil
 	}
+	runtime.LockOSThread() // never unlocked: the thread stays in the namespace
 	if err := netns.Set(d.ns); err != nil {
 		return fmt.Errorf("native: enter network namespace %s: %w", d.cfg.Netns, err)
 	}

@@ -2,7 +2,6 @@ package native
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -102,11 +101,8 @@ const lowFraction = 8
 // will own the queue (a shard's, in its setup): inside the device's network
 // namespace, which it enters, locking the thread for good.
 func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
-	if d.ns.IsOpen() {
-		runtime.LockOSThread() // never unlocked: the thread stays in the namespace
-		if err := d.enter(); err != nil {
-			return nil, err
-		}
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
 	if id < 0 || id >= d.rxq {
 		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)

@@ -1,9 +1,6 @@
 package native
 
-import (
-	"fmt"
-	"runtime"
-)
+import "fmt"
 
 // A Queue's side of software forwarding (forward.go): the stack of a shard
 // without a queue, and what Poll asks of the forwarding link.
@@ -16,11 +13,8 @@ func (d *Device) NewForwarded(i int, cfg QueueConfig) (*Queue, error) {
 	if d.fwd == nil || i < d.fwd.queues || i >= d.fwd.shards {
 		return nil, fmt.Errorf("native: shard %d has no forwarded stack", i)
 	}
-	if d.ns.IsOpen() {
-		runtime.LockOSThread() // as NewQueue: the shard's thread stays in the namespace
-		if err := d.enter(); err != nil {
-			return nil, err
-		}
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
 	q, tc := d.sizedQueue(i, cfg)
 	q.fwd, q.wake = d.fwd.newFwdLink(i, nil, d.mtu, linkBatch, q.size.Frames/2, &q.stats), d.fwd.wake[i]
