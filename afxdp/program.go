@@ -173,16 +173,24 @@ func ours(addrs int, aliases bool, off int16, ok string) asm.Instructions {
 			asm.JNE.Reg(asm.R4, asm.R9, "pass"),
 		}
 	}
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.LoadMem(asm.R4, asm.R7, off, asm.Word),
 		asm.JEq.Reg(asm.R4, asm.R9, ok),
-		asm.StoreMem(asm.RFP, -4, asm.R4, asm.Word),
+	}
+	return append(insns, lookup(addrs, -4, asm.Word, ok)...)
+}
+
+// lookup looks r4, stored in size bytes at stack offset slot, up in map m
+// (clobbering r0-r5): found -> hit, else -> pass.
+func lookup(m int, slot int16, size asm.Size, hit string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreMem(asm.RFP, slot, asm.R4, size),
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, addrs),
+		asm.Add.Imm(asm.R2, int32(slot)),
+		asm.LoadMapPtr(asm.R1, m),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Ja.Label(ok),
+		asm.Ja.Label(hit),
 	}
 }
 
@@ -250,14 +258,8 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		asm.Add.Imm(asm.R4, ethLen+4),
 		asm.JGT.Reg(asm.R4, asm.R8, "pass"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
-		asm.StoreMem(asm.RFP, -8, asm.R4, asm.Half),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.LoadMapPtr(asm.R1, ports),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Ja.Label("redirect"),
 	}
+	portCheck = append(portCheck, lookup(ports, -8, asm.Half, "redirect")...)
 	if allTCP {
 		portCheck = asm.Instructions{asm.Ja.Label("redirect")}
 	}

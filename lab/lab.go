@@ -146,9 +146,10 @@ func New(c Config) (_ *Lab, err error) {
 // a native client's (NativePair.NativeAddrs), .128 to .253 the client's
 // further kernel addresses.
 const (
-	firstExtraClient = 128
-	MaxClientAddrs   = 1 + 253 - firstExtraClient + 1 // .2 and .128-.253
-	MaxNativeAddrs   = firstExtraClient - 3           // .3-.127
+	firstNativeClient = 3
+	firstExtraClient  = 128
+	MaxClientAddrs    = 1 + 253 - firstExtraClient + 1       // .2 and .128-.253
+	MaxNativeAddrs    = firstExtraClient - firstNativeClient // .3-.127
 )
 
 // Close removes the veth pair and the namespaces. Idempotent; safe on a

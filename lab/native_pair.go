@@ -39,7 +39,7 @@ func NewNativePair(c Config) (*NativePair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NativePair{Lab: l, ClientNativeIP: Host(l.Subnet, 3)}, nil
+	return &NativePair{Lab: l, ClientNativeIP: Host(l.Subnet, firstNativeClient)}, nil
 }
 
 // NativeAddrs are n addresses for a native client, from ClientNativeIP on
@@ -50,7 +50,7 @@ func (p *NativePair) NativeAddrs(n int) ([]netip.Addr, error) {
 	}
 	addrs := make([]netip.Addr, n)
 	for i := range addrs {
-		addrs[i] = Host(p.Subnet, byte(3+i))
+		addrs[i] = Host(p.Subnet, byte(firstNativeClient+i))
 	}
 	return addrs, nil
 }

@@ -83,9 +83,8 @@ type Device struct {
 
 	frags *fragRouter // ICMP "fragmentation needed" between the queues' stacks; nil with one queue
 
-	fellBack bool // RSSAuto found no table it could program
-	nic      nic  // what the checks read of the interface
-	allTCP   bool // every TCP port of the address is ours (Config.OwnsAddr)
+	nic    nic  // what the checks read of the interface
+	allTCP bool // every TCP port of the address is ours (Config.OwnsAddr)
 }
 
 // Open checks the interface and attaches the steering program to it, inside
@@ -175,7 +174,7 @@ func (d *Device) spread() error {
 		case err == nil:
 			d.indir, d.rss = st, RSSIndir
 		case d.rss == RSSAuto && errors.Is(err, ErrIndirRefused):
-			d.rss, d.fellBack = RSSQueues, true
+			d.rss = RSSQueues
 		default:
 			return err
 		}
@@ -244,7 +243,7 @@ func (d *Device) Layout() string {
 		fmt.Fprintf(&b, "forward strategy (fewer queues than shards: queue owners hash each TCP flow to its shard with %s)", d.fwd.keyNote)
 	case d.rss == RSSIndir:
 		fmt.Fprintf(&b, "indir strategy (RSS table over queues 0-%d)", len(d.own)-1)
-	case d.fellBack:
+	case d.cfg.RSS == RSSAuto && d.rss == RSSQueues: // found no table it could program
 		fmt.Fprintf(&b, "%v strategy (auto: the driver has no RSS table to program)", d.rss)
 	default:
 		fmt.Fprintf(&b, "%v strategy", d.rss)
@@ -393,11 +392,13 @@ func (d *Device) inNetns(fn func() error) error {
 	return err
 }
 
-// enter moves the calling thread, locked for good, into the namespace.
+// enter locks the calling thread for good and moves it into the namespace
+// (without one, it does nothing).
 func (d *Device) enter() error {
 	if !d.ns.IsOpen() {
 		return nil
 	}
+	runtime.LockOSThread() // never unlocked: the thread stays in the namespace
 	if err := netns.Set(d.ns); err != nil {
 		return fmt.Errorf("native: enter network namespace %s: %w", d.cfg.Netns, err)
 	}

@@ -2,7 +2,6 @@ package native
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -102,25 +101,14 @@ const lowFraction = 8
 // will own the queue (a shard's, in its setup): inside the device's network
 // namespace, which it enters, locking the thread for good.
 func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
-	if d.ns.IsOpen() {
-		runtime.LockOSThread() // never unlocked: the thread stays in the namespace
-		if err := d.enter(); err != nil {
-			return nil, err
-		}
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
 	if id < 0 || id >= d.rxq {
 		return nil, fmt.Errorf("native: %w: queue %d, %s has %d", afxdp.ErrNoQueue, id, d.cfg.Iface, d.rxq)
 	}
-	logf := d.cfg.Logf
-	tc := cfg.TCP
-	if tc.MaxConns == 0 {
-		tc.MaxConns = defaultMaxConns
-	}
-	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: id}
-	if tc.SynBacklog == 0 {
-		tc.SynBacklog = q.size.SynBacklog
-	}
-	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, Bind: d.bindMode(), FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: logf}
+	q, tc := d.sizedQueue(id, cfg)
+	ac := afxdp.Config{Interface: d.cfg.Iface, Queue: id, Bind: d.bindMode(), FrameSize: frameSize(d.mtu), FrameCount: q.size.Frames, RingSize: q.size.Ring, BusyPoll: d.cfg.BusyPoll, Logf: d.cfg.Logf}
 	if q.sock, err = afxdp.Open(ac); err != nil {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
@@ -145,6 +133,20 @@ func (d *Device) NewQueue(id int, cfg QueueConfig) (_ *Queue, err error) {
 		return nil, fmt.Errorf("native: queue %d: %w", id, err)
 	}
 	return q, nil
+}
+
+// sizedQueue is the Queue of shard id, sized for its TCP table, and cfg.TCP
+// with the defaults its zero fields take.
+func (d *Device) sizedQueue(id int, cfg QueueConfig) (*Queue, netstack.TCPConfig) {
+	tc := cfg.TCP
+	if tc.MaxConns == 0 {
+		tc.MaxConns = defaultMaxConns
+	}
+	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: id}
+	if tc.SynBacklog == 0 {
+		tc.SynBacklog = q.size.SynBacklog
+	}
+	return q, tc
 }
 
 // linkBatch is the frames one call on a queue's link moves.

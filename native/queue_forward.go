@@ -1,9 +1,6 @@
 package native
 
-import (
-	"fmt"
-	"runtime"
-)
+import "fmt"
 
 // A Queue's side of software forwarding (forward.go): the stack of a shard
 // without a queue, and what Poll asks of the forwarding link.
@@ -16,20 +13,10 @@ func (d *Device) NewForwarded(i int, cfg QueueConfig) (*Queue, error) {
 	if d.fwd == nil || i < d.fwd.queues || i >= d.fwd.shards {
 		return nil, fmt.Errorf("native: shard %d has no forwarded stack", i)
 	}
-	if d.ns.IsOpen() {
-		runtime.LockOSThread() // as NewQueue: the shard's thread stays in the namespace
-		if err := d.enter(); err != nil {
-			return nil, err
-		}
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
-	tc := cfg.TCP
-	if tc.MaxConns == 0 {
-		tc.MaxConns = defaultMaxConns
-	}
-	q := &Queue{app: cfg.App, size: SizeFor(tc.MaxConns, d.cfg.Frames), id: i}
-	if tc.SynBacklog == 0 {
-		tc.SynBacklog = q.size.SynBacklog
-	}
+	q, tc := d.sizedQueue(i, cfg)
 	q.fwd, q.wake = d.fwd.newFwdLink(i, nil, d.mtu, linkBatch, q.size.Frames/2, &q.stats), d.fwd.wake[i]
 	q.link = q.fwd
 	if err := d.newStack(q, tc); err != nil {

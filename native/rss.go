@@ -80,8 +80,22 @@ type ethtoolIfreq struct {
 	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
+// ethtoolIoctl makes the ethtool request buf holds (its command first) on
+// iface; the kernel writes the answer into buf.
 func ethtoolIoctl(iface string, buf []uint32) error {
-	return ethtoolIoctlRaw(iface, unsafe.Pointer(&buf[0]))
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var ifr ethtoolIfreq
+	copy(ifr.name[:unix.IFNAMSIZ-1], iface)
+	ifr.data = unsafe.Pointer(&buf[0])
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // getIndir reads the interface's indirection table; a driver without one

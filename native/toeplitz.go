@@ -3,8 +3,6 @@ package native
 import (
 	"encoding/binary"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Software RSS: with fewer rx queues than shards, the shard that receives a
@@ -92,7 +90,7 @@ const (
 func readRSSKey(iface string) ([]byte, string) {
 	var head [rxfhHeader / 4]uint32
 	head[0] = ethtoolGRSSH
-	if err := ethtoolIoctlRaw(iface, unsafe.Pointer(&head[0])); err != nil {
+	if err := ethtoolIoctl(iface, head[:]); err != nil {
 		return nil, "the driver shows none"
 	}
 	size := int(head[3])
@@ -105,26 +103,9 @@ func readRSSKey(iface string) ([]byte, string) {
 	}
 	buf := make([]uint32, (rxfhHeader+size+3)/4)
 	buf[0], buf[3] = ethtoolGRSSH, uint32(size)
-	if err := ethtoolIoctlRaw(iface, unsafe.Pointer(&buf[0])); err != nil {
+	if err := ethtoolIoctl(iface, buf); err != nil {
 		return nil, "the driver shows none"
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4)
 	return append([]byte(nil), b[rxfhHeader:rxfhHeader+size]...), ""
-}
-
-// ethtoolIoctlRaw is ethtoolIoctl on a buffer of any layout.
-func ethtoolIoctlRaw(iface string, p unsafe.Pointer) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var ifr ethtoolIfreq
-	copy(ifr.name[:unix.IFNAMSIZ-1], iface)
-	ifr.data = p
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	if e != 0 {
-		return e
-	}
-	return nil
 }

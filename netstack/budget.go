@@ -81,12 +81,3 @@ func (b *MemBudget) Stats() MemStats {
 	st.Used, st.Peak, st.Limit = b.used, b.peak, b.limit
 	return st
 }
-
-// Add adds o's counters and gauges to s, for merging shards at report time.
-func (s *MemStats) Add(o *MemStats) {
-	s.Refused += o.Refused
-	s.Pressured += o.Pressured
-	s.Used += o.Used
-	s.Peak += o.Peak
-	s.Limit += o.Limit
-}
