@@ -75,7 +75,7 @@ func (t *tlsListener) Events(_ []shard.Event, now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		p.serveTLS(fd, rawAddrPort(&p.rsa), t.ts, now)
+		p.serve(fd, rawAddrPort(&p.rsa), t.ts, now)
 	}
 }
 
