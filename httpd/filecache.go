@@ -173,15 +173,13 @@ func (fc *fileCache) evictSmall() {
 		fc.evictMain()
 		return
 	}
-	fc.small -= e.cost
 	if e.freq > 1 {
+		fc.small -= e.cost
 		e.inMain, e.freq = true, 0
 		fc.mq.push(e)
 		return
 	}
-	e.gone = true
-	delete(fc.m, e.key)
-	fc.used -= e.cost
+	fc.remove(e)
 	fc.stats.CacheEvictions++
 	fc.addGhost(e.key)
 }
@@ -199,9 +197,7 @@ func (fc *fileCache) evictMain() {
 			fc.mq.push(e)
 			continue
 		}
-		e.gone = true
-		delete(fc.m, e.key)
-		fc.used -= e.cost
+		fc.remove(e)
 		fc.stats.CacheEvictions++
 		return
 	}

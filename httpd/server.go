@@ -238,10 +238,7 @@ func (s *Server) NewConn(remote netip.AddrPort, now time.Time) *Conn {
 // takeIn lends an input buffer to a connection that has bytes coming; its
 // charge (Memory) comes with it.
 func (s *Server) takeIn() []byte {
-	if n := len(s.ins); n > 0 {
-		b := s.ins[n-1]
-		s.ins[n-1] = nil
-		s.ins = s.ins[:n-1]
+	if b, ok := pop(&s.ins); ok {
 		return b
 	}
 	if s.mem != nil {
@@ -253,16 +250,25 @@ func (s *Server) takeIn() []byte {
 // takeArena lends an output arena to a connection with a response to write;
 // its charge comes with it.
 func (s *Server) takeArena() []byte {
-	if n := len(s.arenas); n > 0 {
-		b := s.arenas[n-1]
-		s.arenas[n-1] = nil
-		s.arenas = s.arenas[:n-1]
+	if b, ok := pop(&s.arenas); ok {
 		return b
 	}
 	if s.mem != nil {
 		s.mem.Take(arenaInitial)
 	}
 	return make([]byte, 0, arenaInitial)
+}
+
+// pop takes the last buffer off a free list, clearing its slot.
+func pop(list *[][]byte) ([]byte, bool) {
+	n := len(*list)
+	if n == 0 {
+		return nil, false
+	}
+	b := (*list)[n-1]
+	(*list)[n-1] = nil
+	*list = (*list)[:n-1]
+	return b, true
 }
 
 // Release returns c to the pool; c must not be used afterwards, and no slice

@@ -175,17 +175,21 @@ func (p *Posix) accept(now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		p.serve(fd, rawAddrPort(&p.rsa), now)
+		p.serve(fd, rawAddrPort(&p.rsa), nil, now)
 	}
 }
 
 // serve gives the connected socket fd, whose peer is remote, a connection slot
-// and starts reading it.
-func (p *Posix) serve(fd int, remote netip.AddrPort, now time.Time) {
+// and starts reading it; with ts set the connection is TLS, and its handshake
+// starts on a helper.
+func (p *Posix) serve(fd int, remote netip.AddrPort, ts *tlsShard, now time.Time) {
 	c := p.slot()
 	c.fd = fd
 	c.hc = p.srv.NewConn(remote, now)
 	c.hc.SetWaker(c)
+	if ts != nil {
+		c.tls = ts.start(c, fd)
+	}
 	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
 	p.open++
 	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {
@@ -194,21 +198,6 @@ func (p *Posix) serve(fd int, remote netip.AddrPort, now time.Time) {
 		return
 	}
 	c.armTimer()
-}
-
-// serveTLS is serve for a TLS connection: its handshake starts on a helper.
-func (p *Posix) serveTLS(fd int, remote netip.AddrPort, ts *tlsShard, now time.Time) {
-	c := p.slot()
-	c.fd = fd
-	c.hc = p.srv.NewConn(remote, now)
-	c.hc.SetWaker(c)
-	c.tls = ts.start(c, fd)
-	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
-	p.open++
-	if err := p.sh.AddFD(fd, c.events, p.src, c.token()); err != nil {
-		p.stats.AcceptErrors++
-		c.close()
-	}
 }
 
 func (p *Posix) onResume(time.Time) {

@@ -135,21 +135,31 @@ func (c *posixConn) flush() {
 		n, err := writev(c.fd, iov)
 		if n > 0 {
 			c.hc.Advance(n)
-			c.p.stats.BytesOut += uint64(n)
 		}
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
+		if !c.wrote(n, total, err) {
 			return
-		case err != nil:
-			c.p.stats.WriteErrors++
-			c.broken = true
-			return
-		case n < total:
-			return // the socket buffer is full: wait for EPOLLOUT
 		}
 	}
+}
+
+// wrote counts a write of n of want bytes and says whether to write again:
+// after EINTR or a full write. EAGAIN or a short write (the socket buffer is
+// full) waits for EPOLLOUT; any other error breaks the connection.
+func (c *posixConn) wrote(n, want int, err error) bool {
+	if n > 0 {
+		c.p.stats.BytesOut += uint64(n)
+	}
+	switch {
+	case err == unix.EINTR:
+		return true
+	case err == unix.EAGAIN:
+		return false
+	case err != nil:
+		c.p.stats.WriteErrors++
+		c.broken = true
+		return false
+	}
+	return n == want
 }
 
 // settle decides what happens next after an event: close, linger, or update

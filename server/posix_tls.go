@@ -75,7 +75,7 @@ func (t *tlsListener) Events(_ []shard.Event, now time.Time) {
 			return
 		}
 		p.stats.Accepted++
-		p.serveTLS(fd, rawAddrPort(&p.rsa), t.ts, now)
+		p.serve(fd, rawAddrPort(&p.rsa), t.ts, now)
 	}
 }
 
@@ -243,19 +243,9 @@ func (c *posixConn) flushTLS() {
 		n, err := unix.Write(c.fd, out)
 		if n > 0 {
 			t.sent(n)
-			c.p.stats.BytesOut += uint64(n)
 		}
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
+		if !c.wrote(n, len(out), err) {
 			return
-		case err != nil:
-			c.p.stats.WriteErrors++
-			c.broken = true
-			return
-		case n < len(out):
-			return // the socket buffer is full: wait for EPOLLOUT
 		}
 	}
 }
