@@ -56,10 +56,7 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		c := &s.conns[i]
 		c.idx, c.fd = int32(i), -1
 		c.start, c.sent = make([]int64, k), make([]int64, k)
-		c.p.maxHead = a.cfg.MaxHead
-		if c.p.maxHead == 0 {
-			c.p.maxHead = defaultMaxHead
-		}
+		c.p.maxHead = a.cfg.headLimit()
 		c.req = shared
 		if seqOff >= 0 {
 			c.req = append([]byte(nil), shared...)

@@ -114,10 +114,7 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 	for range k {
 		shared = append(shared, req...)
 	}
-	maxHead := cfg.MaxHead
-	if maxHead == 0 {
-		maxHead = defaultMaxHead
-	}
+	maxHead := cfg.headLimit()
 	for i := range c.conns {
 		nc := &c.conns[i]
 		nc.cl, nc.idx = c, int32(i)
