@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"bytes"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,10 +49,7 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		paced:   make([]int32, 0, a.slots),
 	}
 	k := a.cfg.Pipeline
-	shared := make([]byte, 0, k*len(req))
-	for range k {
-		shared = append(shared, req...)
-	}
+	shared := bytes.Repeat(req, k)
 	for i := range s.conns {
 		c := &s.conns[i]
 		c.idx, c.fd = int32(i), -1

@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"bytes"
 	"net/netip"
 	"time"
 
@@ -110,10 +111,7 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 	}
 	c.ep.c = c
 	k := cfg.Pipeline
-	shared := make([]byte, 0, k*len(req))
-	for range k {
-		shared = append(shared, req...)
-	}
+	shared := bytes.Repeat(req, k)
 	maxHead := cfg.headLimit()
 	for i := range c.conns {
 		nc := &c.conns[i]
