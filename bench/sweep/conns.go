@@ -189,11 +189,7 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(f string, a ...any) { fmt.Fprintf(logw, "bench: "+f+"\n", a...) }
+	logf := logger(cfg.Log)
 	dir, err := os.MkdirTemp("", "percore-conns-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
