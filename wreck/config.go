@@ -144,6 +144,15 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// headLimit is the largest response header section a parser accepts:
+// MaxHead, or the default when it is 0.
+func (c *Config) headLimit() int {
+	if c.MaxHead == 0 {
+		return defaultMaxHead
+	}
+	return c.MaxHead
+}
+
 // fileSlack is the descriptors a kernel-socket run needs beside one a
 // connection: epoll, eventfds, stdio, the runtime's.
 const fileSlack = 64

@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"bytes"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,18 +49,12 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		paced:   make([]int32, 0, a.slots),
 	}
 	k := a.cfg.Pipeline
-	shared := make([]byte, 0, k*len(req))
-	for range k {
-		shared = append(shared, req...)
-	}
+	shared := bytes.Repeat(req, k)
 	for i := range s.conns {
 		c := &s.conns[i]
 		c.idx, c.fd = int32(i), -1
 		c.start, c.sent = make([]int64, k), make([]int64, k)
-		c.p.maxHead = a.cfg.MaxHead
-		if c.p.maxHead == 0 {
-			c.p.maxHead = defaultMaxHead
-		}
+		c.p.maxHead = a.cfg.headLimit()
 		c.req = shared
 		if seqOff >= 0 {
 			c.req = append([]byte(nil), shared...)

@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"bytes"
 	"net/netip"
 	"time"
 
@@ -110,14 +111,8 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 	}
 	c.ep.c = c
 	k := cfg.Pipeline
-	shared := make([]byte, 0, k*len(req))
-	for range k {
-		shared = append(shared, req...)
-	}
-	maxHead := cfg.MaxHead
-	if maxHead == 0 {
-		maxHead = defaultMaxHead
-	}
+	shared := bytes.Repeat(req, k)
+	maxHead := cfg.headLimit()
 	for i := range c.conns {
 		nc := &c.conns[i]
 		nc.cl, nc.idx = c, int32(i)

@@ -155,10 +155,7 @@ func runTLS(cfg Config) (*Result, error) {
 	t0 := time.Now()
 	for i := range ws {
 		w := &tlsWorker{r: r, conf: conf, hist: newHist(), hs: newHist(), buf: make([]byte, readBuf)}
-		w.p.maxHead = cfg.MaxHead
-		if w.p.maxHead == 0 {
-			w.p.maxHead = defaultMaxHead
-		}
+		w.p.maxHead = cfg.headLimit()
 		if cfg.TLS.Resume {
 			w.conf = conf.Clone()
 			w.conf.ClientSessionCache = tls.NewLRUClientSessionCache(1)

@@ -189,11 +189,7 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(f string, a ...any) { fmt.Fprintf(logw, "bench: "+f+"\n", a...) }
+	logf := logger(cfg.Log)
 	dir, err := os.MkdirTemp("", "percore-conns-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -399,26 +395,7 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 // group pgid (a server and its workers; `ip netns exec` execs the server in
 // the group's leader).
 func groupRSS(pgid int) uint64 {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	var total uint64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := unix.Getpgid(pid); err != nil || g != pgid {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		total += statusRSS(string(b))
-	}
-	return total
+	return groupSum(pgid, "status", statusRSS)
 }
 
 // groupCPU is the user+system time, in clock ticks, of every process in
@@ -427,6 +404,12 @@ func groupCPU(pgid int) uint64 {
 	if pgid <= 0 {
 		return 0
 	}
+	return groupSum(pgid, "stat", statCPU)
+}
+
+// groupSum adds up parse of /proc/PID/name over every process in process
+// group pgid; a process that is gone or unreadable counts 0.
+func groupSum(pgid int, name string, parse func(string) uint64) uint64 {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -440,8 +423,8 @@ func groupCPU(pgid int) uint64 {
 		if g, err := unix.Getpgid(pid); err != nil || g != pgid {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			total += statCPU(string(b))
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), name)); err == nil {
+			total += parse(string(b))
 		}
 	}
 	return total

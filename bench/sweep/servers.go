@@ -124,12 +124,7 @@ func nginxConf(dir string, t *target, smp, port int) (string, error) {
 	}
 	masks := make([]string, len(t.serverCPUs))
 	for i, c := range t.serverCPUs {
-		m := make([]byte, c+1)
-		for j := range m {
-			m[j] = '0'
-		}
-		m[0] = '1' // leftmost digit is the highest CPU
-		masks[i] = string(m)
+		masks[i] = "1" + strings.Repeat("0", c) // the rightmost digit is CPU 0
 	}
 	conf := fmt.Sprintf(`daemon off;
 worker_processes %d;

@@ -72,11 +72,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(f string, a ...any) { fmt.Fprintf(logw, "bench: "+f+"\n", a...) }
+	logf := logger(cfg.Log)
 	dir, err := os.MkdirTemp("", "percore-sweep-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -225,6 +221,14 @@ func measureServer(ctx context.Context, cfg *Config, bins *binaries, t *target, 
 		}
 	}
 	return nil
+}
+
+// logger is the sweeps' progress log: "bench: " lines on w (nil: none).
+func logger(w io.Writer) func(string, ...any) {
+	if w == nil {
+		w = io.Discard
+	}
+	return func(f string, a ...any) { fmt.Fprintf(w, "bench: "+f+"\n", a...) }
 }
 
 // runCtx bounds one client run: its duration plus time to connect and report.
