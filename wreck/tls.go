@@ -168,7 +168,7 @@ func runTLS(cfg Config) (*Result, error) {
 		}()
 	}
 	if cfg.Progress != nil {
-		go r.progress(ctx, t0)
+		go r.progress(ctx, t0, ws)
 	}
 	wg.Wait()
 	return r.result(ws, time.Since(t0)), nil
@@ -176,10 +176,9 @@ func runTLS(cfg Config) (*Result, error) {
 
 // tlsRun is what the connections of a --tls run share.
 type tlsRun struct {
-	cfg       *Config
-	batch     []byte       // Pipeline requests, back to back
-	budget    int64        // requests left to start (-1: no cap); taken atomically
-	responses atomic.Int64 // for the progress line
+	cfg    *Config
+	batch  []byte // Pipeline requests, back to back
+	budget int64  // requests left to start (-1: no cap); taken atomically
 }
 
 // take claims n requests of the budget and returns how many it got.
@@ -206,16 +205,20 @@ func (r *tlsRun) giveBack(n int) {
 	}
 }
 
-func (r *tlsRun) progress(ctx context.Context, t0 time.Time) {
+// progress prints the responses of the last second, summed over ws.
+func (r *tlsRun) progress(ctx context.Context, t0 time.Time, ws []*tlsWorker) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var last int64
+	var last uint64
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			n := r.responses.Load()
+			var n uint64
+			for _, w := range ws {
+				n += w.responses.Load()
+			}
 			fmt.Fprintf(r.cfg.Progress, "wreck: %5.1fs %10d req/s (TLS)\n", now.Sub(t0).Seconds(), n-last)
 			last = n
 		}
@@ -233,6 +236,7 @@ type tlsWorker struct {
 	handshakes uint64
 	resumed    uint64
 	hsErrors   uint64
+	responses  atomic.Uint64 // cnt.Responses, for the progress line: one writer, so no contention
 }
 
 // run connects, shakes hands and sends requests until the run ends.
@@ -318,7 +322,7 @@ func (w *tlsWorker) exchange(ctx context.Context, c *tls.Conn, n int, start time
 			}
 			n--
 			w.cnt.Responses++
-			w.r.responses.Add(1)
+			w.responses.Store(w.cnt.Responses)
 			recordNs(w.hist, int64(time.Since(start)))
 			if w.p.status < 200 || w.p.status > 299 {
 				w.cnt.Errors[errNon2xx]++
