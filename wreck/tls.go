@@ -20,10 +20,12 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// HTTPS load (--tls): each connection is a goroutine running Go's
-// crypto/tls client over a kernel socket, so the handshakes and the record
-// layer spread over the Go scheduler's threads rather than wreck's pinned
-// shards. Keep-alive mode measures requests over TLS; with
+// HTTPS load (--tls). On kernel sockets each connection is a goroutine
+// running Go's crypto/tls client over its socket, so the handshakes and the
+// record layer spread over the Go scheduler's threads rather than wreck's
+// pinned shards. On the native stack the shards drive the connections as
+// for cleartext, each handshake on a helper goroutine and the record layer
+// on the shard (native_tls.go, tls_shard.go). Keep-alive mode measures requests over TLS; with
 // --keepalive=false every request opens a connection and its handshake
 // (full ones, or resumed from the session ticket of the connection before
 // with --tls-resume): the handshake rate. Latency counts from the request's
@@ -48,7 +50,7 @@ var tlsCurves = map[string]tls.CurveID{
 
 // bindTLSFlags binds the --tls flags to c.
 func bindTLSFlags(fs *flag.FlagSet, c *TLSConfig) {
-	fs.BoolVar(&c.Enabled, "tls", false, "HTTPS over TLS 1.3 or 1.2 (kernel sockets); with --keepalive=false every request is a new handshake")
+	fs.BoolVar(&c.Enabled, "tls", false, "HTTPS over TLS 1.3 or 1.2; with --keepalive=false every request is a new handshake")
 	fs.BoolVar(&c.Insecure, "tls-insecure", false, "with --tls: do not validate the server's certificate")
 	fs.StringVar(&c.CA, "tls-ca", "", "with --tls: trust the CAs in this PEM `file` (default: the system's)")
 	fs.StringVar(&c.ServerName, "tls-server-name", "", "with --tls: the `name` to send (SNI) and verify (default: the host of --server)")
@@ -65,8 +67,6 @@ func (t *TLSConfig) validate(c *Config) error {
 		return nil
 	case t.Insecure && t.CA != "":
 		return errors.New("--tls-insecure skips validation: drop --tls-ca or --tls-insecure")
-	case c.Native.Enabled:
-		return errors.New("--tls runs on kernel sockets only for now: drop --network-stack native")
 	case c.Workload != "":
 		return fmt.Errorf("--tls with --workload %s is not supported yet", c.Workload)
 	case c.Rate > 0:
