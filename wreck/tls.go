@@ -67,8 +67,6 @@ func (t *TLSConfig) validate(c *Config) error {
 		return nil
 	case t.Insecure && t.CA != "":
 		return errors.New("--tls-insecure skips validation: drop --tls-ca or --tls-insecure")
-	case c.Workload != "":
-		return fmt.Errorf("--tls with --workload %s is not supported yet", c.Workload)
 	case c.Rate > 0:
 		return errors.New("--tls runs closed loop only: drop --rate")
 	case c.CheckSeq:

@@ -249,15 +249,24 @@ func (t *shardTLS) feed(p []byte) { t.in = p }
 // the peer's close_notify, or its close at a record boundary; other errors:
 // the connection is broken (a bad or truncated record, an alert).
 func (t *shardTLS) read() ([]byte, error) {
-	n, err := t.tc.Read(t.b.plain)
+	n, err := t.readInto(t.b.plain)
+	if n == 0 && err == nil {
+		return nil, nil
+	}
+	return t.b.plain[:n], err
+}
+
+// readInto is read into p: the bytes read, 0 with a nil error when it needs
+// more ciphertext.
+func (t *shardTLS) readInto(p []byte) (int, error) {
+	n, err := t.tc.Read(p)
 	if err == errWouldBlock {
 		err = nil
 	}
 	if n == 0 && err == nil {
 		t.in = nil
-		return nil, nil
 	}
-	return t.b.plain[:n], err
+	return n, err
 }
 
 // write encrypts p into out.
