@@ -62,15 +62,15 @@ func bindTLSFlags(fs *flag.FlagSet, c *TLSConfig) {
 func (t *TLSConfig) validate(c *Config) error {
 	switch {
 	case !t.Enabled && (t.Insecure || t.CA != "" || t.ServerName != "" || t.Resume || t.Curves != ""):
-		return errors.New("--tls-insecure, --tls-ca, --tls-server-name, --tls-resume and --tls-curves need --tls")
+		return badField("TLS.Enabled", "TLS.Insecure, TLS.CA, TLS.ServerName, TLS.Resume and TLS.Curves need TLS.Enabled")
 	case !t.Enabled:
 		return nil
 	case t.Insecure && t.CA != "":
-		return errors.New("--tls-insecure skips validation: drop --tls-ca or --tls-insecure")
+		return badField("TLS.Insecure", "skips validation: drop TLS.CA or TLS.Insecure")
 	case c.Rate > 0:
-		return errors.New("--tls runs closed loop only: drop --rate")
+		return badField("TLS.Enabled", "runs closed loop only: drop Rate")
 	case c.CheckSeq:
-		return errors.New("--tls does not check sequence numbers: drop --check-seq")
+		return badField("TLS.Enabled", "does not check sequence numbers: drop CheckSeq")
 	}
 	_, err := t.curves()
 	return err
@@ -85,7 +85,7 @@ func (t *TLSConfig) curves() ([]tls.CurveID, error) {
 	for _, name := range strings.Split(t.Curves, ",") {
 		id, ok := tlsCurves[strings.ToLower(strings.TrimSpace(name))]
 		if !ok {
-			return nil, fmt.Errorf("--tls-curves: unknown key exchange %q: choose from x25519, p256, p384, p521, x25519mlkem768", name)
+			return nil, badField("TLS.Curves", "unknown key exchange %q: choose from x25519, p256, p384, p521, x25519mlkem768", name)
 		}
 		ids = append(ids, id)
 	}
@@ -107,11 +107,11 @@ func (t *TLSConfig) clientConfig(server string) (*tls.Config, error) {
 	if t.CA != "" {
 		pem, err := os.ReadFile(t.CA)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, badField("TLS.CA", "%v", err)
 		}
 		conf.RootCAs = x509.NewCertPool()
 		if !conf.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %q: no PEM certificate in it", t.CA)
+			return nil, badField("TLS.CA", "%q: no PEM certificate in it", t.CA)
 		}
 	}
 	return conf, nil
