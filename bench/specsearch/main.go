@@ -130,6 +130,10 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		}
 		serverFlags = append(serverFlags, "--tls-cert", cert, "--tls-key", key)
 		clientTLS = []string{"--tls", "--tls-ca", cert, "--tls-curves", "x25519"}
+		// Each side's handshakes run on helper goroutines beside its
+		// pinned shards: keep them on that side's CPUs too.
+		serverPre = append(serverPre, "taskset", "-c", c.ServerCPUs)
+		clientPre = append(clientPre, "taskset", "-c", c.ClientCPUs)
 	}
 	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
 		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
