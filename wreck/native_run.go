@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,12 +57,18 @@ func runNative(cfg Config) (*Result, error) {
 
 	cfg.Duration += cfg.Warmup // the shards' deadline
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
+	var tconf *tls.Config
+	if cfg.TLS.Enabled {
+		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
 	var seed [8]byte
 	rand.Read(seed[:])
 	r := newRun(&cfg)
 	shards := make([]*nshard, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		d, err := newNShard(sh, dev, a, rss, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID))
+		d, err := newNShard(sh, dev, a, rss, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID), tconf)
 		shards[sh.ID] = d
 		return err
 	})
@@ -105,6 +112,7 @@ type nshard struct {
 	id   int
 	acct *acct
 	qs   []*nqueue
+	box  *tlsBox // --tls: the handshakes' mailbox; nil: cleartext
 }
 
 // nqueue is one of a shard's stacks and the connections on it.
@@ -122,12 +130,18 @@ type nqueue struct {
 // newNShard runs on shard sh's thread: a stack on each of its queues of
 // dev (entering the interface's namespace), a's connections dealt over
 // them, to server. Each stack filters its source ports so that the NIC puts
-// their replies on its queue (rss, stackPorts).
-func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, req []byte, seqOff int, seed uint64) (*nshard, error) {
+// their replies on its queue (rss, stackPorts). tconf non-nil: HTTPS.
+func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, req []byte, seqOff int, seed uint64, tconf *tls.Config) (*nshard, error) {
 	n := &a.cfg.Native
 	d := &nshard{id: sh.ID, acct: a}
 	sh.AddStopper(d) // closes the stacks opened so far, should one fail
 	a.attach(sh, d.tick)
+	if tconf != nil {
+		var err error
+		if d.box, err = newTLSBox(sh); err != nil {
+			return d, fmt.Errorf("shard %d: tls: %w", d.id, err)
+		}
+	}
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
 	rxqs := shardQueues(dev, d.id)
 	k := len(rxqs)
@@ -141,6 +155,9 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 			return d, err
 		}
 		nq := &nqueue{rxq: rxq, cl: newNClient(a, slots, dst, server.Port(), req, seqOff)}
+		if d.box != nil {
+			nq.cl.useTLS(d.box, tconf)
+		}
 		var err error
 		if nq.q, err = openQueue(dev, d.id, rxq, native.QueueConfig{TCP: tc, App: nq.cl}); err != nil {
 			return d, fmt.Errorf("shard %d: %w", d.id, err)
@@ -192,6 +209,9 @@ func (d *nshard) Close() {
 		nq.xskStats = nq.q.XSKStats()
 		nq.q.Close()
 		nq.q = nil
+	}
+	if d.box != nil {
+		d.box.close() // after the resets: every handshake's helper ends
 	}
 }
 

@@ -5,6 +5,7 @@ package wreck
 // when its bytes so far allow at 400,000 bit/s.
 
 import (
+	"crypto/tls"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,12 @@ type swUser struct {
 	t0, bytes    int64 // its start and the bytes it has read
 	lineAtWarmed int64 // its line's time when the warm-up ended: see lineTime
 	timer        shard.Timer
+
+	// --tls (specweb_tls.go): the connection's TLS (nil before its
+	// handshake), and the user's own configuration when it resumes.
+	sw    *swclient
+	tls   *shardTLS
+	tconf *tls.Config
 }
 
 func (u *swUser) token() uint64 { return uint64(uint32(u.idx)) | uint64(u.gen)<<32 }
@@ -72,6 +79,12 @@ type swclient struct {
 	kinds     [numKinds]kindCount
 	classes   [4]uint64 // requests by file class, measured
 	closed    bool
+
+	// --tls (specweb_tls.go): the handshakes' mailbox (nil: cleartext),
+	// their configuration, and the buffer ciphertext is read into.
+	box   *tlsBox
+	tconf *tls.Config
+	cbuf  []byte
 }
 
 // newSwClient builds a's users on sh; user i has id fileset.FirstUser +
@@ -88,7 +101,7 @@ func newSwClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, dirs, u
 	}
 	for i := range s.users {
 		u := &s.users[i]
-		u.idx, u.fd = int32(i), -1
+		u.idx, u.fd, u.sw = int32(i), -1, s
 		u.id = firstUserID + (first+i)%users
 		u.req = make([]byte, 0, 512)
 		u.p.maxHead = defaultMaxHead
@@ -145,7 +158,12 @@ func (s *swclient) Drain(now time.Time) { s.setNow(now); s.end() }
 func (s *swclient) Drained() bool { return true }
 
 // Close implements shard.Stopper.
-func (s *swclient) Close() { s.closeAll() }
+func (s *swclient) Close() {
+	s.closeAll()
+	if s.box != nil {
+		s.box.close() // every handshake's helper ends
+	}
+}
 
 func (s *swclient) closeAll() {
 	if s.closed {
@@ -183,7 +201,8 @@ func (u *swUser) kbps(from, stopped int64) float64 {
 func (s *swclient) startMeasuring() {
 	s.measuring, s.measureT0 = true, s.now
 	s.hist.Reset()
-	s.cnt = Counters{}
+	s.cnt, s.tls = Counters{}, tlsCounts{}
+	s.conn.Reset()
 	s.kinds, s.classes = [numKinds]kindCount{}, [4]uint64{}
 	for i := range s.users {
 		s.users[i].lineAtWarmed = s.users[i].lineTime(s.now)
@@ -242,6 +261,10 @@ func (s *swclient) connect(u *swUser) {
 }
 
 func (s *swclient) connected(u *swUser) {
+	if s.box != nil && u.tls == nil {
+		s.startTLS(u)
+		return
+	}
 	u.state = cOpen
 	s.cnt.Connects++
 	u.p.reset()
@@ -255,6 +278,10 @@ func (s *swclient) send(u *swUser) {
 	u.chk.reset()
 	u.req = appendSwRequest(u.req[:0], &u.cur, s.host, u.id, u.lastAd, s.id, u.left == 1)
 	u.wpos = 0
+	if u.tls != nil {
+		s.sendTLS(u)
+		return
+	}
 	s.flush(u)
 }
 
@@ -293,13 +320,19 @@ func (s *swclient) event(u *swUser, ev uint32) {
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		s.readable(u, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 	}
-	if u.gen == gen && u.fd >= 0 && u.state == cOpen && ev&unix.EPOLLOUT != 0 && u.inFlight && u.wpos < len(u.req) {
+	if u.gen == gen && u.fd >= 0 && ev&unix.EPOLLOUT != 0 && u.tls != nil {
+		s.flushTLS(u)
+	} else if u.gen == gen && u.fd >= 0 && u.state == cOpen && ev&unix.EPOLLOUT != 0 && u.inFlight && u.wpos < len(u.req) {
 		s.flush(u)
 	}
 }
 
 // readable reads and parses until the socket is drained or closed.
 func (s *swclient) readable(u *swUser, hup bool) {
+	if u.tls != nil {
+		s.readableTLS(u, hup)
+		return
+	}
 	gen := u.gen
 	for u.gen == gen && u.fd >= 0 {
 		k := copy(s.rbuf, u.carry)
@@ -433,6 +466,10 @@ func (s *swclient) closeFd(u *swUser) {
 		u.fd = -1
 	}
 	u.carry = u.carry[:0]
+	if u.tls != nil {
+		u.tls.release()
+		u.tls = nil
+	}
 }
 
 // tick ends the warm-up and enforces timeouts and back-offs.
@@ -448,8 +485,11 @@ func (s *swclient) tick() {
 			if u.inFlight && s.now-u.sentAt > timeout {
 				s.fail(u, errTimeout)
 			}
-		case cConnecting:
+		case cConnecting, cHandshake:
 			if s.now-u.since > timeout {
+				if u.state == cHandshake {
+					s.tls.failed++
+				}
 				s.fail(u, errConnect)
 			}
 		case cDraining:

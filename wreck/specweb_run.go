@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -68,9 +69,18 @@ func runSpecweb(cfg Config) (*Result, error) {
 	for i := 1; i < cfg.SMP; i++ {
 		first[i] = first[i-1] + r.accts[i-1].slots
 	}
+	var tconf *tls.Config
+	if cfg.TLS.Enabled { // SPECweb99_SSL
+		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
 	clients := make([]*swclient, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
 		clients[sh.ID] = newSwClient(sh, a, sa, family, dirs, users, first[sh.ID])
+		if tconf != nil {
+			return clients[sh.ID].useTLS(sh, tconf)
+		}
 		return nil
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package wreck
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -325,7 +326,20 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := percore.ParseFlags([]string{"--address", "127.0.0.1", "--port", "0", "--smp", "1", "--stats-interval", "0"})
+	t.Run("http", func(t *testing.T) { specwebRun(t, app, root, conns, nil) })
+	// SPECweb99_SSL: the same workload over TLS.
+	t.Run("https", func(t *testing.T) {
+		cert, key := writeTestCert(t, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+		specwebRun(t, app, root, conns, []string{"--tls-cert", cert, "--tls-key", key}, "--tls", "--tls-ca", cert)
+	})
+}
+
+// specwebRun serves app's file set (root) on one shard of percore on
+// 127.0.0.1 with the extra server flags, and runs the workload with conns
+// users for 2 s, with the extra wreck flags: no errors, every answer valid,
+// users conforming, and no handshake helper left.
+func specwebRun(t *testing.T, app *specweb.App, root string, conns int, serverFlags []string, wreckFlags ...string) {
+	o, err := percore.ParseFlags(append([]string{"--address", "127.0.0.1", "--port", "0", "--smp", "1", "--stats-interval", "0"}, serverFlags...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,17 +351,24 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Stop(); <-srv.Done() })
 
-	cfg := DefaultConfig()
-	cfg.Server = srv.Addr().String()
-	cfg.Conns, cfg.Workload, cfg.Seed = conns, WorkloadSpecweb99, 3
-	cfg.Warmup, cfg.Duration = 500*time.Millisecond, 2*time.Second
+	cfg, _, err := ParseFlags(append([]string{"--server", srv.Addr().String(), "--workload", "specweb99", "--conn", fmt.Sprint(conns),
+		"--seed", "3", "--warmup", "500ms", "--duration", "2s"}, wreckFlags...))
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stacks := helpers(); stacks != "" {
+		t.Errorf("handshake helpers left after the run:\n%s", stacks)
+	}
 	var out strings.Builder
 	res.WriteText(&out)
 	t.Log(out.String())
+	if cfg.TLS.Enabled && (res.TLS == nil || res.TLS.Handshakes == 0 || res.TLS.HandshakeErrors != 0) {
+		t.Errorf("TLS: %+v, want handshakes and no failures", res.TLS)
+	}
 	sw := res.Specweb
 	if sw == nil {
 		t.Fatal("no SPECweb99 result")

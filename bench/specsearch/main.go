@@ -29,6 +29,7 @@ type Config struct {
 	Server                    string // percore, or nginx on the static-only mix
 	Stack                     string // posix: loopback
 	Port                      int
+	TLS                       bool     // SPECweb99_SSL: the workload over TLS (tls.go)
 	ServerArgs                []string // more specweb serve flags (--cache-size 1G)
 	Root                      string   // the module to build from
 }
@@ -52,6 +53,7 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	fs.StringVar(&c.Server, "server", "percore", "the server: percore (specweb serve), or nginx serving the file set as static files on the static-only mix (nginx has no SPECweb99 dynamic modules)")
 	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (over loopback) or native (AF_XDP on a lab veth pair, the client in its namespace)")
 	fs.IntVar(&c.Port, "port", 18080, "the server's port")
+	fs.BoolVar(&c.TLS, "tls", false, "SPECweb99_SSL: the workload over TLS 1.3 (ECDSA P-256 certificate, X25519, AES-128-GCM), a full handshake per connection")
 	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
 	fs.StringVar(&c.Root, "root", ".", "the percore module to build from")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +76,9 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 		return 2
 	case c.Server == "nginx" && (c.Stack != "posix" || len(c.ServerArgs) > 0):
 		fmt.Fprintln(log, "bench specweb: --server nginx runs on kernel sockets over loopback: drop --network-stack native and --server-args")
+		return 2
+	case c.Server == "nginx" && c.TLS:
+		fmt.Fprintln(log, "bench specweb: --tls runs with --server percore")
 		return 2
 	}
 	if err := run(ctx, &c, out, log); err != nil {
@@ -117,6 +122,19 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		fmt.Fprintf(log, "bench specweb: %s\n", l)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	var clientTLS []string
+	if c.TLS {
+		cert, key, err := tlsFiles(bin, host)
+		if err != nil {
+			return err
+		}
+		serverFlags = append(serverFlags, "--tls-cert", cert, "--tls-key", key)
+		clientTLS = []string{"--tls", "--tls-ca", cert, "--tls-curves", "x25519"}
+		// Each side's handshakes run on helper goroutines beside its
+		// pinned shards: keep them on that side's CPUs too.
+		serverPre = append(serverPre, "taskset", "-c", c.ServerCPUs)
+		clientPre = append(clientPre, "taskset", "-c", c.ClientCPUs)
+	}
 	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
 		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
 	argv = append(argv, c.ServerArgs...)
@@ -141,7 +159,7 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		if err != nil {
 			return Step{}, err
 		}
-		s, err := runWreck(ctx, clientPre, bin, c, addr, conns)
+		s, err := runWreck(ctx, clientPre, bin, c, addr, conns, clientTLS...)
 		stop()
 		if err != nil {
 			return s, err
@@ -225,8 +243,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // runWreck runs one step and reads its verdict.
-func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int) (Step, error) {
-	argv := wreckArgv(pre, bin, c, addr, conns)
+func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int, extra ...string) (Step, error) {
+	argv := append(wreckArgv(pre, bin, c, addr, conns), extra...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
