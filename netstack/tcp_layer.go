@@ -432,7 +432,7 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		c.iss = l.sec.isnFor(k, l.now)
 		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
 		c.recover = c.iss
-		c.tsOff = uint32(c.iss) * 2654435761
+		c.tsOff = l.sec.tsOffFor(k)
 		c.mss = l.cfg.MSS
 		// What we offer; synSent keeps what the SYN-ACK agrees to.
 		c.wsOK, c.sackOK, c.tsOK = !l.cfg.NoWScale, !l.cfg.NoSACK, !l.cfg.NoTimestamps
