@@ -72,3 +72,25 @@ func (s *Server) pooled() int {
 	}
 	return n
 }
+
+// An idle keep-alive connection holds no buffer and no exchange: they go
+// back to the server once its response is advanced, and the next request
+// takes them again. A request that arrives in parts keeps its exchange
+// meanwhile.
+func TestIdleConnHoldsNothing(t *testing.T) {
+	f := newFixture(t, Config{}, testSetup)
+	for i := range 3 {
+		if rs := readResponses(t, f.feed("GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")); len(rs) != 1 || rs[0].status != 200 {
+			t.Fatalf("request %d: %d responses", i, len(rs))
+		}
+		if f.c.exchange != nil || f.c.in != nil || len(f.srv.xs) != 1 {
+			t.Fatalf("request %d: idle conn holds an exchange %v, input %v; %d pooled", i, f.c.exchange != nil, f.c.in != nil, len(f.srv.xs))
+		}
+	}
+	if out := f.feed("GET /api/x HTTP/1.1\r\n"); out != "" || f.c.exchange == nil {
+		t.Fatalf("half a request: output %q, exchange %v", out, f.c.exchange != nil)
+	}
+	if rs := readResponses(t, f.feed("Host: x\r\n\r\n")); len(rs) != 1 || f.c.exchange != nil {
+		t.Fatalf("%d responses, exchange held %v", len(rs), f.c.exchange != nil)
+	}
+}
