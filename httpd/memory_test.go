@@ -3,6 +3,7 @@ package httpd
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // testMemory is a Memory with a limit, as netstack.MemBudget behaves.
@@ -92,5 +93,15 @@ func TestIdleConnHoldsNothing(t *testing.T) {
 	}
 	if rs := readResponses(t, f.feed("Host: x\r\n\r\n")); len(rs) != 1 || f.c.exchange != nil {
 		t.Fatalf("%d responses, exchange held %v", len(rs), f.c.exchange != nil)
+	}
+}
+
+// An idle connection costs its Conn in Go's size class: at a million
+// connections every byte past a class boundary costs the next class for
+// each of them. What a request needs goes in the exchange.
+func TestConnSizeClass(t *testing.T) {
+	const class = 256 // Go's size classes around it: 240, 256, 288
+	if n := unsafe.Sizeof(Conn{}); n > class {
+		t.Fatalf("Conn is %d bytes, past the %d-byte size class: put request state in the exchange", n, class)
 	}
 }
