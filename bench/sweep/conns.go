@@ -56,6 +56,7 @@ type ConnsConfig struct {
 	OpenRate    float64       // open loop: total requests per second
 	ConnectRate float64       // connects per second while the connections open
 	Timeout     time.Duration // wreck --timeout
+	RT          bool          // the server and the client run SCHED_FIFO (chrt), ahead of other work on the machine
 	Out         string        // markdown tables ("": none)
 	SVG         string        // plot of closed-loop req/s per count ("": none)
 	JSON        string        // raw results ("": none)
@@ -261,6 +262,15 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	return res, nil
 }
 
+// sched runs argv SCHED_FIFO at priority 20 with RT (every thread it makes
+// inherits the policy), as it is otherwise.
+func (cfg *ConnsConfig) sched(argv []string) []string {
+	if !cfg.RT {
+		return argv
+	}
+	return append([]string{"chrt", "--fifo", "20"}, argv...)
+}
+
 // connsServer starts a fresh server for one cell and measures it: a client
 // ends with all its connections at once, and not every reset gets out, so a
 // server that carried one load would carry that run's leftovers into the
@@ -284,7 +294,7 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 		}
 		defer pass.Close()
 	}
-	p, err := startProc(Labels[name], argv, nil)
+	p, err := startProc(Labels[name], cfg.sched(argv), nil)
 	if err != nil {
 		return err
 	}
@@ -372,7 +382,7 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 			}
 		}
 	}()
-	out, err := runClientPid(rctx, argv, func(pid int) { mu.Lock(); client = pid; mu.Unlock() })
+	out, err := runClientPid(rctx, cfg.sched(argv), func(pid int) { mu.Lock(); client = pid; mu.Unlock() })
 	end, serr := readProcStat()
 	srvEnd, srvWaitEnd := groupCPU(server), groupRunDelay(server)
 	close(done)
