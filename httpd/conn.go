@@ -21,9 +21,8 @@ import (
 // slices for retransmission advances only what the peer acknowledged, and
 // releases the Conn only once it holds no slice any more.
 type Conn struct {
-	srv     *Server
-	remote  netip.AddrPort
-	logHost []byte // remote address as the access log writes it, made once
+	srv    *Server
+	remote netip.AddrPort
 
 	// input: bytes [r, w) of in are buffered and not yet consumed.
 	in    []byte
@@ -92,14 +91,6 @@ const (
 func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 	c.srv = s
 	c.remote = remote
-	if s.log != nil {
-		c.logHost = c.logHost[:0]
-		if remote.Addr().IsValid() {
-			c.logHost = remote.Addr().AppendTo(c.logHost)
-		} else {
-			c.logHost = append(c.logHost, '-')
-		}
-	}
 	c.now = now
 	c.lastActive = now
 }
@@ -124,14 +115,14 @@ func (c *Conn) idle() bool {
 func (c *Conn) reset() {
 	c.giveChunks()
 	c.cancelIO()
-	gen, st, logHost := c.gen, c.st, c.logHost[:0]
+	gen, st := c.gen, c.st
 	c.r, c.w, c.inReq = 0, 0, false
 	c.dropOutput()
 	c.shed()
 	if c.exchange != nil {
 		c.srv.giveExchange(c.exchange)
 	}
-	*c = Conn{logHost: logHost, gen: gen, st: st}
+	*c = Conn{gen: gen, st: st}
 }
 
 // ReadBuf returns free space to receive into. An empty slice means back-pressure:
