@@ -36,12 +36,10 @@ type Conn struct {
 	outBytes int // bytes in out[outHead:]
 
 	// file I/O: the request at r waits for wait to resolve its path, and is
-	// then served with ready; st streams a file too large for the cache.
-	// While either is pending, the connection is blocked (pipelined requests
-	// wait, in order).
+	// then served with the exchange's ready; st streams a file too large for
+	// the cache. While either is pending, the connection is blocked
+	// (pipelined requests wait, in order).
 	wait  *FileJob
-	ready *cacheEntry
-	done  Job // the handler's job, run (Offloaded)
 	st    *stream
 	waker Waker
 
@@ -62,11 +60,13 @@ type Conn struct {
 // progress, pooled by the server: the parser's, the request's and the
 // output queue with its arenas.
 type exchange struct {
-	h         head      // the request starting at r; offsets are relative to r
-	req       Request   // the request being served
-	path      []byte    // decoded path scratch, reused
-	headStart time.Time // first byte of the current request
-	bodyStart time.Time // end of the current request's header, when it has a body
+	h         head        // the request starting at r; offsets are relative to r
+	req       Request     // the request being served
+	path      []byte      // decoded path scratch, reused
+	headStart time.Time   // first byte of the current request
+	bodyStart time.Time   // end of the current request's header, when it has a body
+	ready     *cacheEntry // the resolved path the request waited for
+	done      Job         // the handler's job, run (Offloaded)
 
 	// output: out[outHead:] is pending; outAr tags each slice with the arena
 	// it points into (-1: a shared prepared response).
