@@ -25,7 +25,7 @@ func (s tcpState) String() string { return tcpStateNames[s] }
 type tcpRange struct{ l, r seqnum }
 
 const (
-	tcpMaxSacked = 4  // peer's SACKed ranges remembered per connection
+	tcpMaxSacked = 64 // peer's SACKed ranges remembered per connection with data in flight (in its tcpTxRingBuf)
 	tcpSACKHist  = 4  // out-of-order ranges remembered in order of arrival, for SACK blocks
 	tcpTxRing    = 16 // ranges of sequence space in flight with their transmit time (RACK)
 
@@ -150,8 +150,7 @@ type tcpConn struct {
 	dsack       tcpRange            // duplicate data received, for a D-SACK block
 	sackHist    [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
 	nSACKHist   uint8
-	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
-	nsacked     uint8
+	nsacked     uint8 // ranges in tx.sacked
 	rb          []byte
 	rbHead      int // index in rb of appSeq
 

@@ -276,7 +276,7 @@ func TestTCPRACKMergeClosest(t *testing.T) {
 	}
 	late := start + 1000
 	x.l.txStamp(c, seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing+1)), late, false)
-	merged, newest := c.tx[5], c.tx[tcpTxRing-1]
+	merged, newest := c.tx.rec[5], c.tx.rec[tcpTxRing-1]
 	if c.ntx != tcpTxRing || merged != (tcpTxRec{seqnum(segSeq(5)), seqnum(segSeq(7)), sent(6), false}) ||
 		newest != (tcpTxRec{seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing + 1)), late, false}) {
 		t.Fatalf("%d records: merged %+v, newest %+v", c.ntx, merged, newest)
