@@ -340,7 +340,14 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 	}
 	if !c.recovery {
 		if c.retries > 0 || c.sndUna.lt(c.recover) {
-			return // after an RTO, go-back-N resends it
+			// After an RTO, go-back-N resends what is lost; what it
+			// resent already (below SND.NXT) and RACK deems lost
+			// again goes now, as Linux's RACK does in its Loss
+			// state. Left to the RTO, backed off while go-back-N
+			// takes no RTT sample, each such loss cost twice the
+			// last timeout.
+			l.rackRetransmit(c, c.sndNxt)
+			return
 		}
 		l.stats.RACKRecoveries++
 		l.enterRecovery(c)
@@ -352,9 +359,15 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 			l.stats.RACKLost++
 		}
 	}
+	l.rackRetransmit(c, c.sndMax)
+}
+
+// rackRetransmit sends again up to two segments below limit that RACK
+// deems lost, and arms the reorder timer for what is left.
+func (l *tcpLayer) rackRetransmit(c *tcpConn, limit seqnum) {
 	for i := 0; i < 2; i++ {
-		seq, lost = l.rackLost(c)
-		if !lost {
+		seq, lost := l.rackLost(c)
+		if !lost || !seq.lt(limit) {
 			return
 		}
 		l.stats.RACKLost++
