@@ -73,8 +73,11 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 		c.cwnd = min(c.cwnd+inc, max(c.ssthresh, c.cwnd))
 		return
 	}
-	if !ack.lt(h.roundEnd) {
+	if h.roundEnd == 0 || !ack.lt(h.roundEnd) {
 		// A new round (§4.2): the last one's minimum is the baseline.
+		// The first starts at the first ACK (roundEnd 0, unset: with
+		// an ISN of 2^31 or more every ACK is below it, and the
+		// rounds never began).
 		h.roundEnd = c.sndMax
 		h.lastMin, h.curMin, h.samples = h.curMin, 0, 0
 		h.start, h.lastAck = uint32(l.now/1000), uint32(l.now/1000)

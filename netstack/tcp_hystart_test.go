@@ -105,3 +105,17 @@ func TestTCPHyStartACKTrain(t *testing.T) {
 		t.Fatalf("ssthresh %d cwnd %d (was %d) hystart %+v", c.ssthresh, c.cwnd, cwnd, c.hystart)
 	}
 }
+
+// The first round begins at the first ACK whatever the ISN: with roundEnd
+// unset (0), every ACK of 2^31 or more compared below it, and no round
+// ever began (half of all connections ran without HyStart++).
+func TestTCPHyStartHighISN(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4)
+	c.sndMax = 0x9000_0000
+	x.l.now = int64(5 * time.Millisecond)
+	x.l.slowStart(c, 0x8000_1000, uint32(c.mss))
+	if c.hystart.roundEnd != 0x9000_0000 || c.hystart.start != 5000 {
+		t.Fatalf("hystart %+v", c.hystart)
+	}
+}
