@@ -10,6 +10,7 @@
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
 #   sudo TCP_CC=newreno ONLY=delay bench/impaired-vs-kernel.sh # percore's --tcp-cc; paths whose name contains ONLY
+#   sudo ONLY='loss 1%' bench/impaired-vs-kernel.sh  # a name given whole: that path alone
 #   sudo LINUX_CC=host bench/impaired-vs-kernel.sh   # nginx on the host's default (e.g. bbr)
 #
 # By default nginx's connections use the same congestion control as
@@ -55,8 +56,16 @@ paths=(
 	"no impairment|loss=0%,seed=1"
 )
 if [[ -n $ONLY ]]; then
+	exact=0 # a name equal to ONLY selects that path alone ("loss 1%", not the delay path too)
+	for p in "${paths[@]}"; do
+		[[ ${p%%|*} == "$ONLY" ]] && exact=1
+	done
 	for i in "${!paths[@]}"; do
-		[[ ${paths[i]%%|*} == *"$ONLY"* ]] || unset 'paths[i]'
+		if ((exact)); then
+			[[ ${paths[i]%%|*} == "$ONLY" ]] || unset 'paths[i]'
+		else
+			[[ ${paths[i]%%|*} == *"$ONLY"* ]] || unset 'paths[i]'
+		fi
 	done
 	((${#paths[@]})) || { echo "impaired-vs-kernel: no path name contains $ONLY" >&2; exit 2; }
 fi

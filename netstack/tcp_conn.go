@@ -25,7 +25,7 @@ func (s tcpState) String() string { return tcpStateNames[s] }
 type tcpRange struct{ l, r seqnum }
 
 const (
-	tcpMaxSacked = 4  // peer's SACKed ranges remembered per connection
+	tcpMaxSacked = 64 // peer's SACKed ranges remembered per connection with data in flight (in its tcpTxRingBuf)
 	tcpSACKHist  = 4  // out-of-order ranges remembered in order of arrival, for SACK blocks
 	tcpTxRing    = 16 // ranges of sequence space in flight with their transmit time (RACK)
 
@@ -147,9 +147,8 @@ type tcpConn struct {
 	rcvFin      seqnum
 	tsRecent    uint32
 	tsOff       uint32
-	dsack       tcpRange               // duplicate data received, for a D-SACK block
-	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
-	nsacked     uint8
+	dsack       tcpRange // duplicate data received, for a D-SACK block
+	nsacked     uint8    // ranges in tx.sacked
 
 	// The receive buffer with its out-of-order ranges (tcp_mem.go), lent
 	// while bytes are held; otherwise the layer's empty one, never

@@ -187,8 +187,11 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 				t.Fatalf("ooo ranges not sorted/disjoint: %v", c.ooo)
 			}
 		}
-		for i := 0; i < int(c.nsacked); i++ {
-			if r := c.sacked[i]; !r.l.lt(r.r) || r.l.lt(c.sndUna) || r.r.gt(c.sndMax) {
+		if c.nsacked > 0 && c.tx == nil {
+			t.Fatalf("%d sacked ranges and no scoreboard", c.nsacked)
+		}
+		for _, r := range c.sackedRanges() {
+			if !r.l.lt(r.r) || r.l.lt(c.sndUna) || r.r.gt(c.sndMax) {
 				t.Fatalf("sacked range %v una %d max %d", r, c.sndUna, c.sndMax)
 			}
 		}

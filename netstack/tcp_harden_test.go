@@ -26,7 +26,7 @@ func TestTCPRenegeAfterRTO(t *testing.T) {
 	x.advance(time.Second)
 	x.expect(seg{TCPFields: fl(A, 1001, 5001, 32768), data: d[:1460]})
 	if c.nsacked != 0 {
-		t.Fatalf("RTO kept the scoreboard %v", c.sacked[:c.nsacked])
+		t.Fatalf("RTO kept the scoreboard %v", c.sackedRanges())
 	}
 	// The peer reneged: it ACKs the first segment and SACKs nothing.
 	x.send(seg{TCPFields: fl(A, 5001, 2461, 65535)})

@@ -9,6 +9,19 @@ package netstack
 // delivers data sent once), so a connection without SACK runs plain slow
 // start.
 
+// The ACK train, as Linux's CUBIC has it beside its delay test
+// (tcp_cubic.c, hystart_update): while the ACKs of a round come back to
+// back, their train has spanned the path's round trip once the round has
+// run for half the minimum RTT, and the window fills the path; slow start
+// ends there (ssthresh = cwnd). On a path of a fraction of a millisecond
+// HyStart++'s delay test waits for 4 ms of queue, which a shallow
+// bottleneck buffer never holds: slow start then runs on into a burst of
+// losses, where Linux, with the train, stops at the path's capacity.
+const (
+	hsTrainLowWindow = 16   // segments: no train test below (hystart_low_window)
+	hsTrainGap       = 2000 // µs between ACKs that still make a train (hystart_ack_delta_us)
+)
+
 // HyStart++'s constants, RFC 9406 §4.3 (the RECOMMENDED values).
 const (
 	hsL             = 8  // segments an ACK may grow cwnd by, without pacing
@@ -27,6 +40,8 @@ type hystartState struct {
 	lastMin  uint32 // lastRoundMinRTT
 	curMin   uint32 // currentRoundMinRTT
 	baseline uint32 // cssBaselineMinRtt; non-zero while in CSS
+	start    uint32 // when the round began, µs (wraps)
+	lastAck  uint32 // when the train's last ACK came, µs (wraps)
 	samples  uint8  // rttSampleCount
 	cssRound uint8  // rounds spent in CSS
 	done     bool   // the first slow start is over: plain slow start after
@@ -58,10 +73,14 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 		c.cwnd = min(c.cwnd+inc, max(c.ssthresh, c.cwnd))
 		return
 	}
-	if !ack.lt(h.roundEnd) {
+	if h.roundEnd == 0 || !ack.lt(h.roundEnd) {
 		// A new round (§4.2): the last one's minimum is the baseline.
+		// The first starts at the first ACK (roundEnd 0, unset: with
+		// an ISN of 2^31 or more every ACK is below it, and the
+		// rounds never began).
 		h.roundEnd = c.sndMax
 		h.lastMin, h.curMin, h.samples = h.curMin, 0, 0
+		h.start, h.lastAck = uint32(l.now/1000), uint32(l.now/1000)
 		if h.baseline != 0 {
 			h.cssRound++
 			if h.cssRound >= hsCSSRounds {
@@ -73,6 +92,12 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 				return
 			}
 		}
+	}
+	if l.ackTrain(c) {
+		l.stats.HyStartExits++
+		h.done = true
+		c.ssthresh = c.cwnd
+		return
 	}
 	if h.baseline == 0 {
 		c.cwnd += inc
@@ -91,6 +116,21 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 		// "the RTT increase ... was spurious": back to slow start.
 		h.baseline = 0
 	}
+}
+
+// ackTrain reports whether this ACK extends the round's ACK train past
+// half the minimum RTT (Linux's threshold without pacing).
+func (l *tcpLayer) ackTrain(c *tcpConn) bool {
+	h := &c.hystart
+	if c.cwnd < hsTrainLowWindow*uint32(c.mss) || c.minRTT == 0 {
+		return false
+	}
+	now := uint32(l.now / 1000)
+	if now-h.lastAck > hsTrainGap {
+		return false
+	}
+	h.lastAck = now
+	return int64(now-h.start) > c.minRTT/2000
 }
 
 // hystartEnd ends HyStart++ at the first loss or timeout (§4.2: "If

@@ -58,3 +58,64 @@ func TestTCPHyStartPlusPlus(t *testing.T) {
 		t.Fatalf("cwnd %d, want %d", c.cwnd, cwnd+hsL*mss)
 	}
 }
+
+// The ACK train (Linux's CUBIC): at 16 segments or more, ACKs that come
+// back to back (2 ms apart at most) from the start of a round for more
+// than half the minimum RTT end slow start at cwnd; a gap of more than
+// 2 ms breaks the train for the rest of the round, and below 16 segments
+// there is no test.
+func TestTCPHyStartACKTrain(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4) // minRTT 10 ms: the train must run past 5 ms
+	mss := uint32(c.mss)
+	ack := c.sndUna
+	step := func(d time.Duration) {
+		x.l.now += int64(d)
+		ack = ack.add(mss)
+		c.sndMax = c.sndMax.add(2 * mss)
+		x.l.slowStart(c, ack, mss)
+	}
+	round := func() {
+		ack = c.hystart.roundEnd
+		step(0)
+	}
+	c.cwnd = 8 * mss
+	x.l.slowStart(c, ack, mss) // the round begins
+	for i := 0; i < 8; i++ {
+		step(time.Millisecond) // below 16 segments: grows on past 5 ms
+	}
+	if c.hystart.done || c.cwnd != 17*mss {
+		t.Fatalf("cwnd %d segments, hystart %+v", c.cwnd/mss, c.hystart)
+	}
+	round()
+	step(3 * time.Millisecond) // the train breaks
+	for i := 0; i < 6; i++ {
+		step(time.Millisecond)
+	}
+	round()
+	step(2 * time.Millisecond)
+	step(2 * time.Millisecond)
+	step(time.Millisecond) // 5 ms of train: not past half the RTT
+	if c.hystart.done {
+		t.Fatalf("slow start ended after %+v", c.hystart)
+	}
+	cwnd := c.cwnd
+	step(time.Millisecond) // 6 ms
+	if st := x.stats(); !c.hystart.done || c.ssthresh != cwnd || c.cwnd != cwnd || st.HyStartExits != 1 {
+		t.Fatalf("ssthresh %d cwnd %d (was %d) hystart %+v", c.ssthresh, c.cwnd, cwnd, c.hystart)
+	}
+}
+
+// The first round begins at the first ACK whatever the ISN: with roundEnd
+// unset (0), every ACK of 2^31 or more compared below it, and no round
+// ever began (half of all connections ran without HyStart++).
+func TestTCPHyStartHighISN(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4)
+	c.sndMax = 0x9000_0000
+	x.l.now = int64(5 * time.Millisecond)
+	x.l.slowStart(c, 0x8000_1000, uint32(c.mss))
+	if c.hystart.roundEnd != 0x9000_0000 || c.hystart.start != 5000 {
+		t.Fatalf("hystart %+v", c.hystart)
+	}
+}

@@ -372,6 +372,14 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		if (inRecovery && !c.recovery) || afterRTO {
 			l.eifel(c, f)
 		}
+		if afterRTO && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && c.srtt > 0 {
+			// The echoed timestamp tells which transmission the ACK
+			// answers (RFC 7323 §4), so Karn's ambiguity is gone and
+			// the backoff ends, as Linux's icsk_backoff does on such
+			// a sample: go-back-N takes no RTT sample of its own, and
+			// a second loss in it cost twice the first timeout.
+			l.setRTO(c)
+		}
 	case ack == c.sndUna && len(s.payload) == 0 && f.Flags&TCPFlagFIN == 0 && c.sndMax != c.sndUna && (wnd == c.sndWnd || newSack):
 		// RFC 5681 §2 duplicate ACK; with SACK, an ACK that brings new
 		// SACK information counts whatever its window (RFC 6675 §2 and

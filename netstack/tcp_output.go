@@ -397,8 +397,7 @@ func (l *tcpLayer) retransmitAt(c *tcpConn, seq seqnum) {
 // skipSacked moves seq past any range the peer has SACKed (RFC 6675: do
 // not retransmit SACKed data).
 func (l *tcpLayer) skipSacked(c *tcpConn, seq seqnum) seqnum {
-	for i := 0; i < int(c.nsacked); i++ {
-		r := c.sacked[i]
+	for _, r := range c.sackedRanges() {
 		if seq.geq(r.l) && seq.lt(r.r) {
 			l.stats.SACKSkipped += uint64(r.r.diff(seq))
 			seq = r.r
@@ -409,8 +408,8 @@ func (l *tcpLayer) skipSacked(c *tcpConn, seq seqnum) seqnum {
 
 // clipSacked shortens [seq, seq+n) to end where a SACKed range begins.
 func (l *tcpLayer) clipSacked(c *tcpConn, seq seqnum, n uint32) uint32 {
-	for i := 0; i < int(c.nsacked); i++ {
-		if r := c.sacked[i]; r.l.gt(seq) && r.l.lt(seq.add(n)) {
+	for _, r := range c.sackedRanges() {
+		if r.l.gt(seq) && r.l.lt(seq.add(n)) {
 			n = r.l.diff(seq)
 		}
 	}

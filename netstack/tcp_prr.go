@@ -43,7 +43,7 @@ func (l *tcpLayer) pipe(c *tcpConn) uint32 {
 // unsacked returns how many bytes of [lo, hi) the peer has not SACKed.
 func (c *tcpConn) unsacked(lo, hi seqnum) uint32 {
 	n := hi.diff(lo)
-	for _, r := range c.sacked[:c.nsacked] {
+	for _, r := range c.sackedRanges() {
 		a, b := seqMax(r.l, lo), seqMin(r.r, hi)
 		if a.lt(b) {
 			n -= b.diff(a)

@@ -16,15 +16,30 @@ type tcpTxRec struct {
 	rtx  bool // a retransmission: an ACK for it may be the original's
 }
 
-// tcpTxRingBuf is one connection's ring of records, lent by the layer.
-type tcpTxRingBuf [tcpTxRing]tcpTxRec
+// tcpTxRingBuf is what a connection with data in flight borrows from the
+// layer: RACK's ring of records and the SACK scoreboard, the ranges the
+// peer SACKed, sorted. A burst loss at a bottleneck leaves a hole every few
+// segments; a scoreboard of a few ranges forgot the SACKs above them, and
+// RACK then deemed lost what the peer held.
+type tcpTxRingBuf struct {
+	rec    [tcpTxRing]tcpTxRec
+	sacked [tcpMaxSacked]tcpRange
+}
+
+// sackedRanges returns the scoreboard.
+func (c *tcpConn) sackedRanges() []tcpRange {
+	if c.tx == nil {
+		return nil
+	}
+	return c.tx.sacked[:c.nsacked]
+}
 
 // txRecs returns c's records; nil when it holds no ring.
 func (c *tcpConn) txRecs() []tcpTxRec {
 	if c.tx == nil {
 		return nil
 	}
-	return c.tx[:c.ntx]
+	return c.tx.rec[:c.ntx]
 }
 
 // txRing lends c a ring. The pool grows with the conns that have data in
@@ -37,7 +52,7 @@ func (l *tcpLayer) txRing(c *tcpConn) {
 		c.tx = new(tcpTxRingBuf)
 		l.txMade++
 	}
-	c.ntx = 0
+	c.ntx, c.nsacked = 0, 0
 }
 
 // freeTxRing takes c's ring back, forgetting its records.
@@ -46,7 +61,7 @@ func (l *tcpLayer) freeTxRing(c *tcpConn) {
 		l.txRings = append(l.txRings, c.tx)
 		c.tx = nil
 	}
-	c.ntx = 0
+	c.ntx, c.nsacked = 0, 0
 }
 
 // txStamp records that [lo, hi) was sent at at. Records of the same
@@ -57,18 +72,21 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 		l.txRing(c)
 	}
 	n := int(c.ntx)
-	if n == 0 || !lo.lt(c.tx[n-1].r) {
+	if n == 0 || !lo.lt(c.tx.rec[n-1].r) {
 		// New data, sent after everything recorded: the common case.
-		if n > 0 && c.tx[n-1].r == lo && c.tx[n-1].at == at && c.tx[n-1].rtx == rtx {
-			c.tx[n-1].r = hi
+		if n > 0 && c.tx.rec[n-1].r == lo && c.tx.rec[n-1].at == at && c.tx.rec[n-1].rtx == rtx {
+			c.tx.rec[n-1].r = hi
 			return
 		}
 		if n == tcpTxRing {
-			mergeClosest(c.tx[:n])
-			n--
-			c.ntx--
+			n = c.dropSacked(c.tx.rec[:n])
+			if n == tcpTxRing {
+				mergeClosest(c.tx.rec[:n])
+				n--
+			}
+			c.ntx = uint8(n)
 		}
-		c.tx[n] = tcpTxRec{lo, hi, at, rtx}
+		c.tx.rec[n] = tcpTxRec{lo, hi, at, rtx}
 		c.ntx++
 		return
 	}
@@ -77,7 +95,7 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 	var t [tcpTxRing + 2]tcpTxRec
 	k := 0
 	placed := false
-	for _, e := range c.tx[:n] {
+	for _, e := range c.tx.rec[:n] {
 		if e.l.lt(lo) {
 			t[k] = tcpTxRec{e.l, seqMin(e.r, lo), e.at, e.rtx}
 			k++
@@ -96,12 +114,32 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 		t[k] = tcpTxRec{lo, hi, at, rtx}
 		k++
 	}
+	if k > tcpTxRing {
+		k = c.dropSacked(t[:k])
+	}
 	for k > tcpTxRing {
 		mergeClosest(t[:k])
 		k--
 	}
-	copy(c.tx[:], t[:k])
+	copy(c.tx.rec[:], t[:k])
 	c.ntx = uint8(k)
+}
+
+// dropSacked makes room in a full ring: it removes the records whose bytes
+// the peer has all SACKed, which RACK and the pipe have no more use for,
+// and returns how many are left. A recovery cuts a record for each
+// retransmission out of the ring; the SACKed ranges between them would
+// otherwise fill it, and the merges that follow stamp bytes still in
+// flight with a retransmission's later time.
+func (c *tcpConn) dropSacked(recs []tcpTxRec) int {
+	j := 0
+	for _, e := range recs {
+		if c.unsacked(e.l, e.r) > 0 {
+			recs[j] = e
+			j++
+		}
+	}
+	return j
 }
 
 // mergeClosest makes room in a full ring: it merges the two neighbouring
@@ -131,7 +169,7 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 			continue
 		}
 		e.l = seqMax(e.l, una)
-		c.tx[j] = e
+		c.tx.rec[j] = e
 		j++
 	}
 	c.ntx = uint8(j)
@@ -141,10 +179,16 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 }
 
 // rackDelivered updates RACK's most recently sent delivered segment from
-// the newly delivered range [lo, hi), RFC 8985 §6.2 steps 1 and 2.
+// the delivered range [lo, hi), RFC 8985 §6.2 steps 1 and 2: "for each
+// segment newly acknowledged", so not the parts the scoreboard holds
+// already. A peer repeats its SACK blocks in ACK after ACK, and a record
+// that merged them with a later retransmission (mergeClosest) would make
+// their old delivery look like the retransmission's, and RACK deem lost
+// all sent before it, the retransmissions still queued at a bottleneck
+// among them.
 func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
 	for _, e := range c.txRecs() {
-		if !e.r.gt(lo) || !e.l.lt(hi) {
+		if !e.r.gt(lo) || !e.l.lt(hi) || c.unsacked(seqMax(e.l, lo), seqMin(e.r, hi)) == 0 {
 			continue
 		}
 		rtt := l.now - e.at
@@ -263,7 +307,7 @@ func (l *tcpLayer) rackLost(c *tcpConn) (seqnum, bool) {
 
 // sackedAbove returns seq moved past the SACKed ranges it falls in.
 func (c *tcpConn) sackedAbove(seq seqnum) seqnum {
-	for _, r := range c.sacked[:c.nsacked] {
+	for _, r := range c.sackedRanges() {
 		if seq.geq(r.l) && seq.lt(r.r) {
 			seq = r.r
 		}
@@ -296,7 +340,14 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 	}
 	if !c.recovery {
 		if c.retries > 0 || c.sndUna.lt(c.recover) {
-			return // after an RTO, go-back-N resends it
+			// After an RTO, go-back-N resends what is lost; what it
+			// resent already (below SND.NXT) and RACK deems lost
+			// again goes now, as Linux's RACK does in its Loss
+			// state. Left to the RTO, backed off while go-back-N
+			// takes no RTT sample, each such loss cost twice the
+			// last timeout.
+			l.rackRetransmit(c, c.sndNxt)
+			return
 		}
 		l.stats.RACKRecoveries++
 		l.enterRecovery(c)
@@ -308,9 +359,15 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 			l.stats.RACKLost++
 		}
 	}
+	l.rackRetransmit(c, c.sndMax)
+}
+
+// rackRetransmit sends again up to two segments below limit that RACK
+// deems lost, and arms the reorder timer for what is left.
+func (l *tcpLayer) rackRetransmit(c *tcpConn, limit seqnum) {
 	for i := 0; i < 2; i++ {
-		seq, lost = l.rackLost(c)
-		if !lost {
+		seq, lost := l.rackLost(c)
+		if !lost || !seq.lt(limit) {
 			return
 		}
 		l.stats.RACKLost++

@@ -155,10 +155,11 @@ func (l *tcpLayer) enterRecovery(c *tcpConn) {
 // recovery in twenty loses its retransmission, and an RTO costs 200 ms
 // against an RTT of a few.
 func (l *tcpLayer) lostRetransmit(c *tcpConn) bool {
-	if !c.rtxUna || c.nsacked == 0 || !c.sacked[c.nsacked-1].r.gt(c.rtxMark) {
+	sacked := c.sackedRanges()
+	if !c.rtxUna || len(sacked) == 0 || !sacked[len(sacked)-1].r.gt(c.rtxMark) {
 		return false
 	}
-	if c.sacked[0].l == c.sndUna {
+	if sacked[0].l == c.sndUna {
 		return false // SND.UNA's segment itself was SACKed: not lost
 	}
 	l.stats.LostRetransmits++
@@ -170,8 +171,8 @@ func (l *tcpLayer) lostRetransmit(c *tcpConn) bool {
 // sackedBytes counts the bytes the peer has SACKed above SND.UNA.
 func (l *tcpLayer) sackedBytes(c *tcpConn) uint32 {
 	n := uint32(0)
-	for i := 0; i < int(c.nsacked); i++ {
-		n += c.sacked[i].r.diff(c.sacked[i].l)
+	for _, r := range c.sackedRanges() {
+		n += r.r.diff(r.l)
 	}
 	return n
 }
@@ -179,10 +180,11 @@ func (l *tcpLayer) sackedBytes(c *tcpConn) uint32 {
 // sackHole retransmits the next hole below the highest SACKed byte that
 // this recovery has not retransmitted yet (RFC 6675 light).
 func (l *tcpLayer) sackHole(c *tcpConn) {
-	if c.nsacked == 0 {
+	sacked := c.sackedRanges()
+	if len(sacked) == 0 {
 		return
 	}
-	high := c.sacked[c.nsacked-1].r
+	high := sacked[len(sacked)-1].r
 	seq := l.skipSacked(c, seqMax(c.rtxHigh, c.sndUna))
 	if !seq.lt(high) || !seq.lt(c.sndMax) {
 		return
@@ -205,7 +207,10 @@ func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) bool {
 		if !r.l.lt(r.r) || !r.l.gt(c.sndUna) || r.r.gt(c.sndMax) {
 			continue // D-SACK, stale or bogus block
 		}
-		n := addRange(c.sacked[:], int(c.nsacked), r)
+		if c.tx == nil {
+			l.txRing(c) // not sent by emitAt (a test's conn): lend one
+		}
+		n := addRange(c.tx.sacked[:], int(c.nsacked), r)
 		if n < 0 {
 			n = -1 - n // scoreboard full and r above every range: not remembered
 		}
@@ -216,15 +221,14 @@ func (l *tcpLayer) updateSacked(c *tcpConn, f *TCPFields) bool {
 
 func (l *tcpLayer) pruneSacked(c *tcpConn) {
 	j := 0
-	for i := 0; i < int(c.nsacked); i++ {
-		r := c.sacked[i]
+	for _, r := range c.sackedRanges() {
 		if r.r.leq(c.sndUna) {
 			continue
 		}
 		if r.l.lt(c.sndUna) {
 			r.l = c.sndUna
 		}
-		c.sacked[j] = r
+		c.tx.sacked[j] = r
 		j++
 	}
 	c.nsacked = uint8(j)

@@ -174,7 +174,7 @@ func TestTCPSACKRetransmit(t *testing.T) {
 	x.advance(time.Second)
 	got := x.recv()
 	if len(got) != 1 || got[0].Seq != seq(0) || c.nsacked != 0 {
-		t.Fatalf("after RTO sent %v, scoreboard %v", got, c.sacked[:c.nsacked])
+		t.Fatalf("after RTO sent %v, scoreboard %v", got, c.sackedRanges())
 	}
 	// Its ACK covers 0 and the held 1, and SACKs 3 and 4 again: only 2 goes.
 	f = fl(A, 5001, seq(2), 65535)

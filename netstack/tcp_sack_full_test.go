@@ -16,7 +16,7 @@ func TestUpdateSackedFullScoreboard(t *testing.T) {
 			t.Fatalf("after block %d: %d ranges in a scoreboard of %d", i, c.nsacked, tcpMaxSacked)
 		}
 	}
-	if c.nsacked != tcpMaxSacked || c.sacked[0].l != 2000 {
-		t.Fatalf("scoreboard %v (%d), want the %d lowest ranges", c.sacked, c.nsacked, tcpMaxSacked)
+	if c.nsacked != tcpMaxSacked || c.sackedRanges()[0].l != 2000 {
+		t.Fatalf("scoreboard %v (%d), want the %d lowest ranges", c.sackedRanges(), c.nsacked, tcpMaxSacked)
 	}
 }

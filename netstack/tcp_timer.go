@@ -347,6 +347,11 @@ func (l *tcpLayer) rttSample(c *tcpConn, r int64) {
 		c.rttvar = (3*c.rttvar + d) / 4
 		c.srtt = (7*c.srtt + r) / 8
 	}
+	l.setRTO(c)
+}
+
+// setRTO sets the RTO from SRTT and RTTVAR, RFC 6298 §2.
+func (l *tcpLayer) setRTO(c *tcpConn) {
 	c.rto = c.srtt + max(4*c.rttvar, int64(1e6)) // G = 1 ms
 	c.rto = max(c.rto, int64(l.cfg.RTOMin))
 	c.rto = min(c.rto, int64(l.cfg.RTOMax))
