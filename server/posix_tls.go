@@ -240,7 +240,7 @@ func (c *posixConn) flushTLS() {
 		if len(out) == 0 {
 			return
 		}
-		n, err := unix.Write(c.fd, out)
+		n, err := write(c.fd, out)
 		if n > 0 {
 			t.sent(n)
 		}

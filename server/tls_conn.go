@@ -141,7 +141,7 @@ func (s *tlsShard) post(t *tlsConn) {
 	if !s.box.queued && s.box.efd >= 0 {
 		s.box.queued = true
 		one := [8]byte{1}
-		unix.Write(s.box.efd, one[:]) // EAGAIN: the counter is full, the shard will wake anyway
+		write(s.box.efd, one[:]) // EAGAIN: the counter is full, the shard will wake anyway
 	}
 }
 
@@ -149,7 +149,7 @@ func (s *tlsShard) post(t *tlsConn) {
 // handshake is taken over or closed.
 func (s *tlsShard) Events(_ []shard.Event, now time.Time) {
 	var b [8]byte
-	unix.Read(s.box.efd, b[:])
+	read(s.box.efd, b[:])
 	s.box.Lock()
 	s.taken, s.box.ready = s.box.ready, s.taken[:0]
 	for _, t := range s.taken {
@@ -593,7 +593,7 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	if t.fd >= 0 && !t.relay && !t.shut {
 		// Straight to the socket, saving the shard a wake-up and a write;
 		// under mu, so that the shard (release) cannot close fd meanwhile.
-		n, _ := unix.Write(t.fd, p)
+		n, _ := write(t.fd, p)
 		if n == len(p) {
 			return n, nil
 		}
