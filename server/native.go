@@ -331,7 +331,7 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, tls bool, n
 	c.h = h
 	c.now = now
 	if tls {
-		c.tls = n.tls.start(c, -1)
+		c.tls = n.tls.start(c, nil)
 	}
 	n.open++
 	n.stats.Accepted++

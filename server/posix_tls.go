@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"time"
 
@@ -248,6 +249,41 @@ func (c *posixConn) flushTLS() {
 			return
 		}
 	}
+}
+
+// errSocketWrite is what crypto/tls gets when the socket failed a record
+// (the connection is broken; wrote counted the error).
+var errSocketWrite = errors.New("socket write failed")
+
+// sendRecord writes what tlsConn queued and then rec, the record crypto/tls
+// just sealed in its own buffer, in one writev, and returns how much of rec
+// the socket took: tlsConn queues the rest.
+func (c *posixConn) sendRecord(rec []byte) (int, error) {
+	t := c.tls
+	took := 0
+	for !c.broken {
+		q, r := t.pending(), rec[took:]
+		iov := c.p.iov[:0]
+		if len(q) > 0 {
+			iov = append(iov, unix.Iovec{Base: &q[0]})
+			iov[0].SetLen(len(q))
+		}
+		iov = append(iov, unix.Iovec{Base: &r[0]})
+		iov[len(iov)-1].SetLen(len(r))
+		n, err := writev(c.fd, iov)
+		fromQ := min(n, len(q))
+		if fromQ > 0 {
+			t.sent(fromQ)
+		}
+		took += n - fromQ
+		if !c.wrote(n, len(q)+len(r), err) || took == len(rec) {
+			break
+		}
+	}
+	if c.broken {
+		return took, errSocketWrite
+	}
+	return took, nil
 }
 
 // settleHandshake is settle while the handshake runs: read unless the peer

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"percore/httpd"
+)
+
+// memTLS is a Go TLS client and a tlsConn joined in memory, the test
+// playing the shard: the client's handshake bytes are fed to the helper and
+// the flights it posts are handed to the client. Once the handshake is done
+// the client's records are kept (records) for the test to feed.
+type memTLS struct {
+	s      *tlsShard
+	t      *tlsConn
+	client *tls.Conn
+	peer   *memPeer
+}
+
+// newMemTLS completes a TLS 1.3 handshake and returns the tlsConn taken
+// over, with no owner.
+func newMemTLS(tb testing.TB) *memTLS {
+	tb.Helper()
+	dir := tb.TempDir()
+	certPath, keyPath, pool := testCertTB(tb, dir)
+	conf, err := LoadTLS(TLSFiles{Cert: certPath, Key: keyPath})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &tlsShard{conf: conf, timeout: 10 * time.Second, stage: make([]byte, 0, tlsRecord)}
+	s.box.efd = -1
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	tb.Cleanup(s.cancel)
+	m := &memTLS{s: s, t: s.start(nil, nil)}
+	m.peer = &memPeer{t: m.t}
+	m.peer.cond.L = &m.peer.mu
+	m.client = tls.Client(m.peer, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
+	done := make(chan error, 1)
+	go func() { done <- m.client.Handshake() }()
+	var clientErr error
+	clientDone := false
+	for deadline := time.Now().Add(10 * time.Second); !clientDone || m.t.handshaking(); {
+		if time.Now().After(deadline) {
+			tb.Fatal("handshake did not finish")
+		}
+		s.Events(nil, time.Now()) // collects what the helper posted
+		if p := m.t.pending(); len(p) > 0 {
+			m.peer.give(p)
+			m.t.sent(len(p))
+		}
+		select {
+		case clientErr = <-done:
+			clientDone = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if clientErr != nil || m.t.failed() {
+		tb.Fatalf("handshake: client %v, server %v", clientErr, m.t.err)
+	}
+	m.peer.keep = true
+	return m
+}
+
+// seal returns the records the client writes for p.
+func (m *memTLS) seal(tb testing.TB, p []byte) []byte {
+	m.peer.records = m.peer.records[:0]
+	if _, err := m.client.Write(p); err != nil {
+		tb.Fatal(err)
+	}
+	return m.peer.recorded()
+}
+
+// memPeer is the client's net.Conn: reads return what the shard gave it,
+// writes go to the handshake, or, once keep is set, into records.
+type memPeer struct {
+	t       *tlsConn
+	mu      sync.Mutex
+	cond    sync.Cond
+	in      []byte
+	keep    bool
+	records []byte
+}
+
+func (p *memPeer) give(b []byte) {
+	p.mu.Lock()
+	p.in = append(p.in, b...)
+	p.mu.Unlock()
+	p.cond.Signal()
+}
+
+func (p *memPeer) recorded() []byte { return append([]byte(nil), p.records...) }
+
+func (p *memPeer) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.in) == 0 {
+		p.cond.Wait()
+	}
+	n := copy(b, p.in)
+	p.in = p.in[n:]
+	return n, nil
+}
+
+func (p *memPeer) Write(b []byte) (int, error) {
+	if p.keep {
+		p.records = append(p.records, b...)
+		return len(b), nil
+	}
+	p.t.feedHandshake(append([]byte(nil), b...))
+	return len(b), nil
+}
+
+func (p *memPeer) Close() error                     { return nil }
+func (p *memPeer) LocalAddr() net.Addr              { return tlsAddr{} }
+func (p *memPeer) RemoteAddr() net.Addr             { return tlsAddr{} }
+func (p *memPeer) SetDeadline(time.Time) error      { return nil }
+func (p *memPeer) SetReadDeadline(time.Time) error  { return nil }
+func (p *memPeer) SetWriteDeadline(time.Time) error { return nil }
+
+// memHTTP is an httpd connection serving files from a fresh docroot.
+func memHTTP(tb testing.TB, files map[string][]byte) *httpd.Conn {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	site, err := httpd.NewSite(httpd.Config{Docroot: dir, MaxBody: 1 << 20, HeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httpd.NewServer(site, nil)
+	now := time.Now()
+	srv.Tick(now)
+	return srv.NewConn(netip.MustParseAddrPort("198.18.0.2:40000"), now)
+}
