@@ -143,3 +143,30 @@ func memHTTP(tb testing.TB, files map[string][]byte) *httpd.Conn {
 	srv.Tick(now)
 	return srv.NewConn(netip.MustParseAddrPort("198.18.0.2:40000"), now)
 }
+
+// TestNativeTLSShutdownCloses: while the shard drains, close_notify follows
+// the last response; a request that arrives after it, with the client's
+// close_notify, can no longer be answered (crypto/tls refuses to seal after
+// close_notify), so the connection must close rather than wait forever for
+// its response to be sent.
+func TestNativeTLSShutdownCloses(t *testing.T) {
+	m := newMemTLS(t)
+	c := &nativeConn{hc: memHTTP(t, map[string][]byte{"f.txt": []byte("file\n")}), tls: m.t}
+	c.tlsDrain()
+	if !m.t.notified {
+		t.Fatal("drain: no close_notify")
+	}
+	in := m.seal(t, []byte("GET /f.txt HTTP/1.1\r\nHost: x\r\n\r\n"))
+	m.peer.records = m.peer.records[:0]
+	if err := m.client.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	in = append(in, m.peer.recorded()...)
+	now := time.Now()
+	if n := c.Feed(in, now); n != len(in) {
+		t.Fatalf("fed %d of %d bytes", n, len(in))
+	}
+	if !c.Closing() {
+		t.Fatalf("not closing: %d bytes of response that can never be sealed, broken %v", c.hc.Pending(), c.broken)
+	}
+}
