@@ -122,8 +122,10 @@ func (c *posixConn) tlsReady(now time.Time) {
 		} else {
 			c.hc.PeerClosed(now)
 		}
-	case t.est:
-		c.read(now) // what the client sent after its Finished, if anything
+	case t.est && !c.p.drain && !c.broken && !c.hc.Closing():
+		// What the client sent after its Finished, if anything: the
+		// shard read it already; what came later epoll reports.
+		c.decryptHeld(now)
 	}
 	c.flush()
 	c.settle(now)
@@ -136,26 +138,8 @@ func (c *posixConn) readTLS(now time.Time) {
 	buf := c.p.scrap
 	for i := 0; i < readsPerEvent; {
 		est := t.est
-		if est {
-			// What crypto/tls and held keep first: hc may have pushed back.
-			if _, err := t.feed(c.hc, nil, now); err != nil {
-				c.tlsFailed(err)
-				return
-			}
-			c.flush()
-			if c.broken || c.hc.Closing() {
-				return
-			}
-			if t.blocked {
-				if len(c.hc.ReadBuf()) == 0 {
-					// Until output drains: then read is called
-					// again, and decrypts what is held.
-					c.blocked = true
-					c.p.stats.Backpressure++
-					return
-				}
-				continue // the flush made room: decrypt what is held
-			}
+		if est && !c.decryptHeld(now) {
+			return
 		}
 		i++
 		n, err := read(c.fd, buf)
@@ -194,6 +178,9 @@ func (c *posixConn) readTLS(now time.Time) {
 				c.broken = true
 				return
 			}
+			if n < len(buf) {
+				return // drained: epoll reports what comes next
+			}
 			continue
 		}
 		k, err := t.feed(c.hc, buf[:n], now)
@@ -211,6 +198,33 @@ func (c *posixConn) readTLS(now time.Time) {
 		if n < len(buf) || c.broken || c.hc.Closing() {
 			return
 		}
+	}
+}
+
+// decryptHeld decrypts what crypto/tls and held keep (hc may have pushed
+// back) and sends the answers; false: read no further now, because the
+// connection ends or hc is full until its output drains (then read is
+// called again).
+func (c *posixConn) decryptHeld(now time.Time) bool {
+	t := c.tls
+	for {
+		if _, err := t.feed(c.hc, nil, now); err != nil {
+			c.tlsFailed(err)
+			return false
+		}
+		c.flush()
+		if c.broken || c.hc.Closing() {
+			return false
+		}
+		if !t.blocked {
+			return true
+		}
+		if len(c.hc.ReadBuf()) == 0 {
+			c.blocked = true
+			c.p.stats.Backpressure++
+			return false
+		}
+		// The flush made room: decrypt more of what is held.
 	}
 }
 

@@ -24,9 +24,9 @@ import (
 // own). The shard stays the connection's only reader of the network: it
 // feeds the helper the bytes that arrive. The helper hands its flights and
 // its verdict to the shard through the shard's mailbox (a list under a lock
-// and an eventfd in the shard's epoll: control traffic, a few messages per
-// handshake); on the posix stack it writes its flights to the socket itself
-// while the socket takes them whole.
+// and an eventfd in the shard's epoll: one message per handshake, or a few
+// on the native stack); on the posix stack it writes its flights to the
+// socket itself while the socket takes them whole.
 //
 // Once the handshake is done the shard takes the tls.Conn over and drives
 // its record layer itself, over tlsConn as an in-memory net.Conn: reads
@@ -97,7 +97,7 @@ type tlsShard struct {
 	box     struct {
 		sync.Mutex
 		ready  []*tlsConn
-		efd    int // written when ready turns non-empty; -1 once closed
+		efd    int // written when ready turns non-empty (never read: edge-triggered); -1 once closed
 		queued bool
 	}
 	taken []*tlsConn // the shard's copy of box.ready
@@ -118,7 +118,9 @@ func newTLSShard(sh *shard.Shard, conf *tls.Config, timeout time.Duration) (*tls
 	s := &tlsShard{conf: conf, timeout: timeout, stage: make([]byte, 0, tlsRecord)}
 	s.box.efd = efd
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := sh.AddFD(efd, unix.EPOLLIN, sh.AddSource(s), 0); err != nil {
+	// Edge-triggered: each write wakes the shard once, and the shard need
+	// not read the counter back (2^64 writes would fill it).
+	if err := sh.AddFD(efd, unix.EPOLLIN|unix.EPOLLET, sh.AddSource(s), 0); err != nil {
 		unix.Close(efd)
 		return nil, err
 	}
@@ -156,15 +158,13 @@ func (s *tlsShard) post(t *tlsConn) {
 	if !s.box.queued && s.box.efd >= 0 {
 		s.box.queued = true
 		one := [8]byte{1}
-		write(s.box.efd, one[:]) // EAGAIN: the counter is full, the shard will wake anyway
+		write(s.box.efd, one[:])
 	}
 }
 
 // Events takes the mailbox: each connection's flight goes out, each finished
 // handshake is taken over or closed.
 func (s *tlsShard) Events(_ []shard.Event, now time.Time) {
-	var b [8]byte
-	read(s.box.efd, b[:])
 	s.box.Lock()
 	s.taken, s.box.ready = s.box.ready, s.taken[:0]
 	for _, t := range s.taken {
