@@ -24,15 +24,16 @@ import (
 // own). The shard stays the connection's only reader of the network: it
 // feeds the helper the bytes that arrive. The helper hands its flights and
 // its verdict to the shard through the shard's mailbox (a list under a lock
-// and an eventfd in the shard's epoll: one message per handshake, or a few
-// on the native stack); on the posix stack it writes its flights to the
-// socket itself while the socket takes them whole.
+// and an eventfd in the shard's epoll: control traffic, a message per
+// flight); on the posix stack it writes its flights to the socket itself
+// while the socket takes them whole, and posts only its verdict.
 //
 // Once the handshake is done the shard takes the tls.Conn over and drives
 // its record layer itself, over tlsConn as an in-memory net.Conn: reads
 // return what the stack fed (and a temporary error when it is used up, which
 // crypto/tls tolerates), writes append to a ciphertext buffer the stack
-// sends from. The shard never blocks and no goroutine stays behind.
+// sends from, or on posix go to the socket (below). The shard never blocks
+// and no goroutine stays behind.
 //
 // Copies of a static response. crypto/tls seals each record in its own
 // buffer, which it reuses for the next: TLS 1.3 copies the plaintext there
@@ -602,7 +603,7 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 func (t *tlsConn) Write(p []byte) (int, error) {
 	if t.est {
 		n := len(p)
-		if t.last && t.sock != nil {
+		if t.last && t.sock != nil { // after what is queued, in one writev
 			k, err := t.sock.sendRecord(p)
 			if err != nil {
 				return k, err
