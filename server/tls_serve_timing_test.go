@@ -216,3 +216,40 @@ func sealedStatic(b *testing.B, addr string, conf *tls.Config, path string, n in
 	}
 	return float64((cpuTime() - c0).Microseconds()) / float64(n)
 }
+
+// BenchmarkTLSHandshakeBridge sets the posix stack's full handshake beside
+// the socketpair bridge it replaced (BenchmarkTLSIntegration's "bridge"),
+// both serving the same client, in alternating rounds: the process CPU time
+// per connection (a full handshake and one request), medians.
+func BenchmarkTLSHandshakeBridge(b *testing.B) {
+	dir := b.TempDir()
+	certPath, keyPath, pool := testCertTB(b, dir)
+	o, err := ParseFlags([]string{"--smp", "1", "--port", "0", "--address", "127.0.0.1", "--docroot", dir,
+		"--tls-cert", certPath, "--tls-key", keyPath, "--tls-port", "0"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Start(o, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { s.Stop(); <-s.Done() }()
+	sconf, err := LoadTLS(TLSFiles{Cert: certPath, Key: keyPath})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln := listenServe(b, func(c *net.TCPConn) { serveBridge(c, sconf) })
+	defer ln.Close()
+	conf := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13,
+		CipherSuites: []uint16{tls.TLS_AES_128_GCM_SHA256}}
+	const rounds, handshakes = 9, 150
+	var shard, bridge []float64
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < rounds; r++ {
+			shard = append(shard, handshakeCPU(b, s.TLSAddr.String(), conf, handshakes))
+			bridge = append(bridge, handshakeCPU(b, ln.Addr().String(), conf, handshakes))
+		}
+	}
+	b.ReportMetric(median(shard), "shard-cpu-µs/full-handshake")
+	b.ReportMetric(median(bridge), "bridge-cpu-µs/full-handshake")
+}
