@@ -1,15 +1,22 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"percore/httpd"
 )
@@ -25,9 +32,9 @@ type memTLS struct {
 	peer   *memPeer
 }
 
-// newMemTLS completes a TLS 1.3 handshake and returns the tlsConn taken
-// over, with no owner.
-func newMemTLS(tb testing.TB) *memTLS {
+// newMemTLS completes a handshake of TLS version v and returns the tlsConn
+// taken over, with no owner.
+func newMemTLS(tb testing.TB, v uint16) *memTLS {
 	tb.Helper()
 	dir := tb.TempDir()
 	certPath, keyPath, pool := testCertTB(tb, dir)
@@ -42,7 +49,7 @@ func newMemTLS(tb testing.TB) *memTLS {
 	m := &memTLS{s: s, t: s.start(nil, nil)}
 	m.peer = &memPeer{t: m.t}
 	m.peer.cond.L = &m.peer.mu
-	m.client = tls.Client(m.peer, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
+	m.client = tls.Client(m.peer, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: v, MaxVersion: v})
 	done := make(chan error, 1)
 	go func() { done <- m.client.Handshake() }()
 	var clientErr error
@@ -150,7 +157,7 @@ func memHTTP(tb testing.TB, files map[string][]byte) *httpd.Conn {
 // close_notify), so the connection must close rather than wait forever for
 // its response to be sent.
 func TestNativeTLSShutdownCloses(t *testing.T) {
-	m := newMemTLS(t)
+	m := newMemTLS(t, tls.VersionTLS13)
 	c := &nativeConn{hc: memHTTP(t, map[string][]byte{"f.txt": []byte("file\n")}), tls: m.t}
 	c.tlsDrain()
 	if !m.t.notified {
@@ -168,5 +175,81 @@ func TestNativeTLSShutdownCloses(t *testing.T) {
 	}
 	if !c.Closing() {
 		t.Fatalf("not closing: %d bytes of response that can never be sealed, broken %v", c.hc.Pending(), c.broken)
+	}
+}
+
+// TestTLSPosixRecords sends static responses of many sizes, one record
+// and many, through the posix record layer into a socket whose buffer is
+// small, so that writes come back short and records wait in the queue
+// behind others, and checks that the client decrypts every response whole
+// and in order, for TLS 1.3 and 1.2.
+func TestTLSPosixRecords(t *testing.T) {
+	sizes := []int{0, 1, 1000, 4095, 4096, 16384, 16385, 16384 + 4095, 16384 + 4096, 65536 + 157, 3 << 18}
+	files := map[string][]byte{}
+	for i, n := range sizes {
+		files[fmt.Sprintf("%d.bin", n)] = bytes.Repeat([]byte{byte('a' + i)}, n)
+	}
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			m := newMemTLS(t, v)
+			m.peer.give(m.t.pending()) // the session tickets, if any
+			m.t.sent(len(m.t.pending()))
+			hc := memHTTP(t, files)
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+			must(t, err)
+			defer unix.Close(fds[0])
+			defer unix.Close(fds[1])
+			must(t, unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 8<<10))
+			c := &posixConn{p: &Posix{iov: make([]unix.Iovec, maxIov)}, fd: fds[0], hc: hc, tls: m.t}
+			m.t.sock = c
+			br := bufio.NewReader(m.client)
+			buf := make([]byte, 64<<10)
+			for round := 0; round < 2; round++ {
+				for _, n := range sizes {
+					hc.Feed([]byte(fmt.Sprintf("GET /%d.bin HTTP/1.1\r\nHost: x\r\n\r\n", n)), time.Now())
+					// The shard's loop: flush, and flush again once the
+					// peer read (EPOLLOUT), until all is written.
+					got := make(chan error, 1)
+					go func() {
+						resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+						if err == nil {
+							var body []byte
+							body, err = io.ReadAll(resp.Body)
+							if err == nil && !bytes.Equal(body, files[fmt.Sprintf("%d.bin", n)]) {
+								err = fmt.Errorf("body of %d bytes differs", len(body))
+							}
+						}
+						got <- err
+					}()
+					for deadline := time.Now().Add(10 * time.Second); hc.Pending()+c.pending() > 0; {
+						if time.Now().After(deadline) {
+							t.Fatalf("%d bytes: %d left to write", n, hc.Pending()+c.pending())
+						}
+						c.flushTLS()
+						if c.broken {
+							t.Fatalf("%d bytes: broken", n)
+						}
+						for {
+							k, err := read(fds[1], buf)
+							if err != nil {
+								break
+							}
+							m.peer.give(buf[:k])
+						}
+					}
+					select {
+					case err := <-got:
+						if err != nil {
+							t.Fatalf("%d bytes, round %d: %v", n, round, err)
+						}
+					case <-time.After(10 * time.Second):
+						t.Fatalf("%d bytes, round %d: the client read no whole response", n, round)
+					}
+				}
+			}
+			if m.s.stats.QueuedBytes == 0 {
+				t.Fatal("no record waited in the queue: the socket took everything, the test shows nothing")
+			}
+		})
 	}
 }

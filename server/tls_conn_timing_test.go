@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"runtime"
 	"testing"
@@ -35,7 +36,7 @@ func BenchmarkTLSResponse(b *testing.B) {
 }
 
 func benchTLSResponse(b *testing.B, size int, direct bool) {
-	m := newMemTLS(b)
+	m := newMemTLS(b, tls.VersionTLS13)
 	hc := memHTTP(b, map[string][]byte{"f.bin": bytes.Repeat([]byte{'x'}, size)})
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
