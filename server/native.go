@@ -327,7 +327,7 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, tls bool, n
 	c.hc.SetWaker(c)
 	c.h = h
 	if tls {
-		c.tls = &nativeTLS{tlsConn: n.tls.start(c, -1), now: now}
+		c.tls = &nativeTLS{tlsConn: n.tls.start(c, nil), now: now}
 	}
 	n.open++
 	n.stats.Accepted++

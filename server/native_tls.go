@@ -51,13 +51,13 @@ func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
 
 // tlsFailed handles an error of the record layer: io.EOF is the peer's
 // close_notify (httpd answers what it has, then FIN); anything else broke
-// the connection: the alert crypto/tls queued goes out, then FIN.
+// the connection: the alert crypto/tls queued goes out, then FIN. So does
+// an answer crypto/tls will not seal (close_notify went first, in a
+// drain): left pending, it would hold the connection open for good.
 func (c *nativeConn) tlsFailed(err error) {
-	if err != io.EOF {
+	if err != io.EOF || c.tls.encrypt(c.hc) != nil {
 		c.tls.broken = true
-		return
 	}
-	c.tls.encrypt(c.hc)
 }
 
 // tlsOutput is Output for a TLS connection: the ciphertext not yet

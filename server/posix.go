@@ -188,7 +188,7 @@ func (p *Posix) serve(fd int, remote netip.AddrPort, ts *tlsShard, now time.Time
 	c.hc = p.srv.NewConn(remote, now)
 	c.hc.SetWaker(c)
 	if ts != nil {
-		c.tls = ts.start(c, fd)
+		c.tls = ts.start(c, c)
 	}
 	c.events = unix.EPOLLIN | unix.EPOLLRDHUP
 	p.open++

@@ -45,3 +45,15 @@ func read(fd int, p []byte) (int, error) {
 	}
 	return int(n), nil
 }
+
+// write writes p to fd.
+func write(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"time"
 
@@ -121,8 +122,10 @@ func (c *posixConn) tlsReady(now time.Time) {
 		} else {
 			c.hc.PeerClosed(now)
 		}
-	case t.est:
-		c.read(now) // what the client sent after its Finished, if anything
+	case t.est && !c.p.drain && !c.broken && !c.hc.Closing():
+		// What the client sent after its Finished, if anything: the
+		// shard read it already; what came later epoll reports.
+		c.decryptHeld(now)
 	}
 	c.flush()
 	c.settle(now)
@@ -135,26 +138,8 @@ func (c *posixConn) readTLS(now time.Time) {
 	buf := c.p.scrap
 	for i := 0; i < readsPerEvent; {
 		est := t.est
-		if est {
-			// What crypto/tls and held keep first: hc may have pushed back.
-			if _, err := t.feed(c.hc, nil, now); err != nil {
-				c.tlsFailed(err)
-				return
-			}
-			c.flush()
-			if c.broken || c.hc.Closing() {
-				return
-			}
-			if t.blocked {
-				if len(c.hc.ReadBuf()) == 0 {
-					// Until output drains: then read is called
-					// again, and decrypts what is held.
-					c.blocked = true
-					c.p.stats.Backpressure++
-					return
-				}
-				continue // the flush made room: decrypt what is held
-			}
+		if est && !c.decryptHeld(now) {
+			return
 		}
 		i++
 		n, err := read(c.fd, buf)
@@ -193,6 +178,9 @@ func (c *posixConn) readTLS(now time.Time) {
 				c.broken = true
 				return
 			}
+			if n < len(buf) {
+				return // drained: epoll reports what comes next
+			}
 			continue
 		}
 		k, err := t.feed(c.hc, buf[:n], now)
@@ -210,6 +198,33 @@ func (c *posixConn) readTLS(now time.Time) {
 		if n < len(buf) || c.broken || c.hc.Closing() {
 			return
 		}
+	}
+}
+
+// decryptHeld decrypts what crypto/tls and held keep (hc may have pushed
+// back) and sends the answers; false: read no further now, because the
+// connection ends or hc is full until its output drains (then read is
+// called again).
+func (c *posixConn) decryptHeld(now time.Time) bool {
+	t := c.tls
+	for {
+		if _, err := t.feed(c.hc, nil, now); err != nil {
+			c.tlsFailed(err)
+			return false
+		}
+		c.flush()
+		if c.broken || c.hc.Closing() {
+			return false
+		}
+		if !t.blocked {
+			return true
+		}
+		if len(c.hc.ReadBuf()) == 0 {
+			c.blocked = true
+			c.p.stats.Backpressure++
+			return false
+		}
+		// The flush made room: decrypt more of what is held.
 	}
 }
 
@@ -240,7 +255,7 @@ func (c *posixConn) flushTLS() {
 		if len(out) == 0 {
 			return
 		}
-		n, err := unix.Write(c.fd, out)
+		n, err := write(c.fd, out)
 		if n > 0 {
 			t.sent(n)
 		}
@@ -248,6 +263,41 @@ func (c *posixConn) flushTLS() {
 			return
 		}
 	}
+}
+
+// errSocketWrite is what crypto/tls gets when the socket failed a record
+// (the connection is broken; wrote counted the error).
+var errSocketWrite = errors.New("socket write failed")
+
+// sendRecord writes what tlsConn queued and then rec, the record crypto/tls
+// just sealed in its own buffer, in one writev, and returns how much of rec
+// the socket took: tlsConn queues the rest.
+func (c *posixConn) sendRecord(rec []byte) (int, error) {
+	t := c.tls
+	took := 0
+	for !c.broken {
+		q, r := t.pending(), rec[took:]
+		iov := c.p.iov[:0]
+		if len(q) > 0 {
+			iov = append(iov, unix.Iovec{Base: &q[0]})
+			iov[0].SetLen(len(q))
+		}
+		iov = append(iov, unix.Iovec{Base: &r[0]})
+		iov[len(iov)-1].SetLen(len(r))
+		n, err := writev(c.fd, iov)
+		fromQ := min(n, len(q))
+		if fromQ > 0 {
+			t.sent(fromQ)
+		}
+		took += n - fromQ
+		if !c.wrote(n, len(q)+len(r), err) || took == len(rec) {
+			break
+		}
+	}
+	if c.broken {
+		return took, errSocketWrite
+	}
+	return took, nil
 }
 
 // settleHandshake is settle while the handshake runs: read unless the peer

@@ -24,21 +24,33 @@ import (
 // own). The shard stays the connection's only reader of the network: it
 // feeds the helper the bytes that arrive. The helper hands its flights and
 // its verdict to the shard through the shard's mailbox (a list under a lock
-// and an eventfd in the shard's epoll: control traffic, a few messages per
-// handshake); on the posix stack it writes its flights to the socket itself
-// while the socket takes them whole.
+// and an eventfd in the shard's epoll: control traffic, a message per
+// flight); on the posix stack it writes its flights to the socket itself
+// while the socket takes them whole, and posts only its verdict.
 //
 // Once the handshake is done the shard takes the tls.Conn over and drives
 // its record layer itself, over tlsConn as an in-memory net.Conn: reads
 // return what the stack fed (and a temporary error when it is used up, which
 // crypto/tls tolerates), writes append to a ciphertext buffer the stack
-// sends from. The shard never blocks and no goroutine stays behind.
+// sends from, or on posix go to the socket (below). The shard never blocks
+// and no goroutine stays behind.
 //
-// Copies of a static response: the plaintext into crypto/tls's record
-// buffer, where it is sealed in place (headers and small files are gathered
-// into one record first: one more copy of those); the record into tlsConn's
-// ciphertext buffer; the ciphertext into the kernel socket (posix) or the
-// transmit frame (native). Cleartext takes only the last.
+// Copies of a static response. crypto/tls seals each record in its own
+// buffer, which it reuses for the next: TLS 1.3 copies the plaintext there
+// and seals it in place, TLS 1.2 seals from the plaintext into it (headers
+// and small files are gathered into one record first: one more copy of
+// those small slices). Then:
+//   - posix: records are copied into tlsConn's ciphertext buffer, except
+//     the last one sealed before a write: that one goes from crypto/tls's
+//     buffer straight into the socket, after the buffer, in one writev (a
+//     record per write would cost more in system calls than its copy). So a
+//     response of one record, up to 16 KiB, takes the one copy into the
+//     socket that cleartext takes too, and a large one a copy more for 3 of
+//     every 4 records.
+//   - native: TCP sends from the app's buffers and resends from them until
+//     they are acknowledged, so the record is copied out of crypto/tls's
+//     buffer into tlsConn's, which TCP copies into transmit frames as it
+//     does cleartext.
 
 // TLSMaxHandshakes bounds the handshakes in progress on one shard (one
 // helper goroutine each): beyond it the posix stack leaves connections in
@@ -51,7 +63,7 @@ const TLSHandshakeTimeout = 10 * time.Second
 
 const (
 	tlsOutMax  = 64 << 10 // ciphertext queued per connection before encrypting more waits
-	tlsStage   = 16 << 10 // small output slices are gathered into records of up to this much
+	tlsRecord  = 16 << 10 // plaintext handed to crypto/tls at a time: one record (RFC 8446 5.1)
 	tlsBigHunk = 4 << 10  // output slices this large are encrypted where they lie
 )
 
@@ -65,6 +77,7 @@ type TLSStats struct {
 	Cut         uint64 `stat:"drop"`  // connections cut after the handshake: a bad, truncated or oversized record, a renegotiation attempt, a reset
 	Refused     uint64 `stat:"drop"`  // connections refused: TLSMaxHandshakes in progress (native; posix leaves them in the backlog)
 	Handshaking uint64 `stat:"gauge"` // handshakes in progress (helper goroutines)
+	QueuedBytes uint64 `stat:"count"` // ciphertext copied into connections' queues (on posix, what did not go from crypto/tls's buffer to the socket straight)
 }
 
 // tlsOwner is the stack's side of a TLS connection: told on the shard when
@@ -85,7 +98,7 @@ type tlsShard struct {
 	box     struct {
 		sync.Mutex
 		ready  []*tlsConn
-		efd    int // written when ready turns non-empty; -1 once closed
+		efd    int // written when ready turns non-empty (never read: edge-triggered); -1 once closed
 		queued bool
 	}
 	taken []*tlsConn // the shard's copy of box.ready
@@ -103,10 +116,12 @@ func newTLSShard(sh *shard.Shard, conf *tls.Config, timeout time.Duration) (*tls
 	if err != nil {
 		return nil, err
 	}
-	s := &tlsShard{conf: conf, timeout: timeout, stage: make([]byte, 0, tlsStage)}
+	s := &tlsShard{conf: conf, timeout: timeout, stage: make([]byte, 0, tlsRecord)}
 	s.box.efd = efd
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := sh.AddFD(efd, unix.EPOLLIN, sh.AddSource(s), 0); err != nil {
+	// Edge-triggered: each write wakes the shard once, and the shard need
+	// not read the counter back (2^64 writes would fill it).
+	if err := sh.AddFD(efd, unix.EPOLLIN|unix.EPOLLET, sh.AddSource(s), 0); err != nil {
 		unix.Close(efd)
 		return nil, err
 	}
@@ -116,11 +131,14 @@ func newTLSShard(sh *shard.Shard, conf *tls.Config, timeout time.Duration) (*tls
 // full reports that no handshake may start now.
 func (s *tlsShard) full() bool { return s.running >= TLSMaxHandshakes }
 
-// start begins the handshake of a new connection on a helper goroutine. fd
-// is its socket if the helper may write its flights there itself (posix),
-// else -1.
-func (s *tlsShard) start(owner tlsOwner, fd int) *tlsConn {
-	t := &tlsConn{s: s, owner: owner, fd: fd}
+// start begins the handshake of a new connection on a helper goroutine.
+// sock is the posix connection, whose socket the helper writes its flights
+// to and the shard its records; nil on the native stack.
+func (s *tlsShard) start(owner tlsOwner, sock *posixConn) *tlsConn {
+	t := &tlsConn{s: s, owner: owner, fd: -1, sock: sock}
+	if sock != nil {
+		t.fd = sock.fd
+	}
 	t.cond.L = &t.mu
 	t.tc = tls.Server(t, s.conf)
 	s.running++
@@ -141,15 +159,13 @@ func (s *tlsShard) post(t *tlsConn) {
 	if !s.box.queued && s.box.efd >= 0 {
 		s.box.queued = true
 		one := [8]byte{1}
-		unix.Write(s.box.efd, one[:]) // EAGAIN: the counter is full, the shard will wake anyway
+		write(s.box.efd, one[:])
 	}
 }
 
 // Events takes the mailbox: each connection's flight goes out, each finished
 // handshake is taken over or closed.
 func (s *tlsShard) Events(_ []shard.Event, now time.Time) {
-	var b [8]byte
-	unix.Read(s.box.efd, b[:])
 	s.box.Lock()
 	s.taken, s.box.ready = s.box.ready, s.taken[:0]
 	for _, t := range s.taken {
@@ -205,10 +221,12 @@ type tlsConn struct {
 	hsHdrN int // bytes of the current record's header read
 	hsLeft int // bytes of the current record's body not yet read
 
-	est      bool   // the shard took the connection over
-	in       []byte // what decrypt is feeding crypto/tls
-	held     []byte // ciphertext fed but not yet decrypted (hc pushed back)
-	out      []byte // ciphertext written, out[outHead:] not yet sent (posix) or acknowledged (native)
+	est      bool       // the shard took the connection over
+	sock     *posixConn // posix: the last record of a batch goes to its socket straight; nil: native
+	last     bool       // the record crypto/tls is sealing ends encrypt's batch
+	in       []byte     // what decrypt is feeding crypto/tls
+	held     []byte     // ciphertext fed but not yet decrypted (hc pushed back)
+	out      []byte     // ciphertext written, out[outHead:] not yet sent (posix) or acknowledged (native)
 	outHead  int
 	more     bool // crypto/tls may hold plaintext of the last record
 	blocked  bool // feed stopped because hc pushed back
@@ -476,23 +494,31 @@ func (t *tlsConn) pump(hc *httpd.Conn, now time.Time) error {
 }
 
 // encrypt seals hc's output into records in out, while out holds less than
-// tlsOutMax; the plaintext is then done for hc (Advance). When hc is
+// tlsOutMax; the plaintext is then done for hc (Advance). On posix the last
+// record of the batch goes to the socket with out (Write). When hc is
 // finished it writes close_notify after the last record.
 func (t *tlsConn) encrypt(hc *httpd.Conn) error {
 	for hc.Pending() > 0 && t.queued() < tlsOutMax {
-		// A large slice is sealed where it lies; small ones (headers,
-		// small files) are gathered first, so that a response takes
-		// one record rather than one per slice.
+		// A large slice is sealed where it lies, in whole records after
+		// its odd start; small ones (headers, small files), and that
+		// start if it is small, are gathered first, so that a response
+		// takes few records and ends with a whole one.
 		var p []byte
 		stage := t.s.stage[:0]
 		for _, b := range hc.Output() {
 			if len(b) >= tlsBigHunk {
-				if len(stage) == 0 {
-					p = b[:min(len(b), tlsOutMax)]
+				odd := len(b) % tlsRecord
+				switch {
+				case len(stage) == 0 && odd == 0:
+					p = b[:tlsRecord]
+				case len(stage) == 0:
+					p = b[:odd]
+				case odd < tlsBigHunk && len(stage)+odd <= tlsRecord:
+					stage = append(stage, b[:odd]...)
 				}
 				break
 			}
-			if len(stage)+len(b) > tlsStage {
+			if len(stage)+len(b) > tlsRecord {
 				break
 			}
 			stage = append(stage, b...)
@@ -500,7 +526,9 @@ func (t *tlsConn) encrypt(hc *httpd.Conn) error {
 		if p == nil {
 			p = stage
 		}
+		t.last = len(p) == hc.Pending() || t.queued()+len(p) >= tlsOutMax
 		n, err := t.tc.Write(p)
+		t.last = false
 		hc.Advance(n)
 		if err != nil {
 			return err
@@ -574,26 +602,25 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 
 func (t *tlsConn) Write(p []byte) (int, error) {
 	if t.est {
-		if t.out == nil {
-			if k := len(t.s.bufs); k > 0 {
-				t.out, t.s.bufs = t.s.bufs[k-1], t.s.bufs[:k-1]
-			} else {
-				t.out = make([]byte, 0, tlsOutMax+tlsOutMax/2)
+		n := len(p)
+		if t.last && t.sock != nil { // after what is queued, in one writev
+			k, err := t.sock.sendRecord(p)
+			if err != nil {
+				return k, err
 			}
+			p = p[k:]
 		}
-		if t.outHead > 0 && len(t.out)+len(p) > cap(t.out) {
-			t.out = t.out[:copy(t.out, t.out[t.outHead:])]
-			t.outHead = 0
+		if len(p) > 0 {
+			t.queue(p)
 		}
-		t.out = append(t.out, p...)
-		return len(p), nil
+		return n, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.fd >= 0 && !t.relay && !t.shut {
 		// Straight to the socket, saving the shard a wake-up and a write;
 		// under mu, so that the shard (release) cannot close fd meanwhile.
-		n, _ := unix.Write(t.fd, p)
+		n, _ := write(t.fd, p)
 		if n == len(p) {
 			return n, nil
 		}
@@ -603,6 +630,23 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	t.hsOut = append(t.hsOut, p...)
 	t.s.post(t)
 	return len(p), nil
+}
+
+// queue appends ciphertext to out, taking a free buffer if out has none.
+func (t *tlsConn) queue(p []byte) {
+	if t.out == nil {
+		if k := len(t.s.bufs); k > 0 {
+			t.out, t.s.bufs = t.s.bufs[k-1], t.s.bufs[:k-1]
+		} else {
+			t.out = make([]byte, 0, tlsOutMax+tlsOutMax/2)
+		}
+	}
+	if t.outHead > 0 && len(t.out)+len(p) > cap(t.out) {
+		t.out = t.out[:copy(t.out, t.out[t.outHead:])]
+		t.outHead = 0
+	}
+	t.out = append(t.out, p...)
+	t.s.stats.QueuedBytes += uint64(len(p))
 }
 
 // Close is crypto/tls cutting a handshake short (its context ended).
