@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,9 +298,6 @@ func TestSpecwebAllocs(t *testing.T) {
 	}
 }
 
-// TestSpecwebEndToEnd generates the file set for 20 connections, serves it
-// on one shard of percore on 127.0.0.1 and runs the workload with 20 users
-// for 2 s: no errors, every answer valid, users conforming.
 // TestMain lets the test binary be the SPECweb99 CGI program that the
 // server in TestSpecwebEndToEnd runs per CGI-style GET.
 func TestMain(m *testing.M) {
@@ -312,12 +310,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestSpecwebEndToEnd generates the file set for 20 connections, serves it
+// on one shard of percore on 127.0.0.1 and runs the workload with 20 users
+// for 2 s: no errors, every answer valid, users conforming.
 func TestSpecwebEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates 190 MB and runs for seconds")
 	}
-	root := t.TempDir()
 	const conns = 20
+	srv := startSpecweb(t, conns, "--address", "127.0.0.1", "--port", "0", "--smp", "1")
+	cfg := DefaultConfig()
+	cfg.Server = srv.Addr().String()
+	cfg.Conns, cfg.Workload, cfg.Seed = conns, WorkloadSpecweb99, 3
+	cfg.Warmup, cfg.Duration = 500*time.Millisecond, 2*time.Second
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSpecweb(t, res, conns)
+}
+
+// startSpecweb generates the file set for conns connections and serves it
+// with percore started with flags (its docroot and CGI program set here).
+func startSpecweb(t *testing.T, conns int, flags ...string) *percore.Server {
+	t.Helper()
+	root := t.TempDir()
 	if err := specweb.Generate(root, specweb.Dirs(conns), 1, conns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +342,7 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := percore.ParseFlags([]string{"--address", "127.0.0.1", "--port", "0", "--smp", "1", "--stats-interval", "0"})
+	o, err := percore.ParseFlags(append(flags, "--stats-interval", "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,15 +353,13 @@ func TestSpecwebEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop(); <-srv.Done() })
+	return srv
+}
 
-	cfg := DefaultConfig()
-	cfg.Server = srv.Addr().String()
-	cfg.Conns, cfg.Workload, cfg.Seed = conns, WorkloadSpecweb99, 3
-	cfg.Warmup, cfg.Duration = 500*time.Millisecond, 2*time.Second
-	res, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+// checkSpecweb asserts a short run of conns users: no errors, every answer
+// valid, the mix within tolerance, users conforming and paced.
+func checkSpecweb(t *testing.T, res *Result, conns int) {
+	t.Helper()
 	var out strings.Builder
 	res.WriteText(&out)
 	t.Log(out.String())
@@ -355,10 +370,16 @@ func TestSpecwebEndToEnd(t *testing.T) {
 	if res.Errors.Total() != 0 {
 		t.Errorf("errors: %+v", res.Errors)
 	}
-	for _, k := range sw.Kinds {
+	for _, k := range append(slices.Clip(sw.Kinds), sw.Classes...) {
 		if k.Invalid != 0 || k.Errors != 0 {
 			t.Errorf("%s: %d invalid answers, %d errors", k.Name, k.Invalid, k.Errors)
 		}
+		if !k.InMix {
+			t.Errorf("%s: %.2f%% of the requests, target %.2f%%", k.Name, 100*k.Share, 100*k.Target)
+		}
+	}
+	if !sw.Valid {
+		t.Errorf("run invalid: %s", strings.Join(sw.Invalid, "; "))
 	}
 	if sw.Users != conns || sw.Conforming == 0 || sw.Ops == 0 || sw.MeanResponseMs <= 0 {
 		t.Errorf("report: %+v", sw)
@@ -376,7 +397,7 @@ func TestSpecwebEndToEnd(t *testing.T) {
 func TestSpecwebVerdict(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Conns = 2
-	mk := func(kinds [numKinds]kindCount, lines [2]int64) *swclient {
+	mk := func(kinds [numKinds]kindCount, lines [2]int64) *swUsers {
 		c := newSwClient(nil, newAcct(0, &cfg, 2, -1), nil, 0, 30, 2, 0)
 		c.measureT0, c.stopped = 0, 10e9
 		for i := range c.users {
@@ -384,18 +405,18 @@ func TestSpecwebVerdict(t *testing.T) {
 		}
 		c.kinds = kinds
 		c.classes = [4]uint64{3500, 5000, 1400, 100}
-		return c
+		return c.swUsers
 	}
 	var kinds [numKinds]kindCount
 	for i, s := range kindShare {
 		kinds[i].Responses = uint64(s * 10000)
 	}
-	r := specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
+	r := specwebResult([]*swUsers{mk(kinds, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if !r.Valid || r.Conforming != 2 || r.MinUserKbps != 400 || r.Ops != 10000 {
 		t.Fatalf("a clean run: %+v", r)
 	}
 	// One user served at 300 kbit/s: 50% conform.
-	r = specwebResult([]*swclient{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, false, 0, 10)
+	r = specwebResult([]*swUsers{mk(kinds, [2]int64{10e9, 7.5e9})}, 30, false, 0, 10)
 	if r.Valid || r.Conforming != 1 || r.MinUserKbps != 300 {
 		t.Fatalf("a slow user: %+v", r)
 	}
@@ -403,14 +424,14 @@ func TestSpecwebVerdict(t *testing.T) {
 	bad := kinds
 	bad[kPost].Invalid = 10
 	bad[kCGI].Errors = 2
-	r = specwebResult([]*swclient{mk(bad, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
+	r = specwebResult([]*swUsers{mk(bad, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if r.Valid || len(r.Invalid) != 2 || !strings.Contains(r.Invalid[0], "cgi errors") || !strings.Contains(r.Invalid[1], "post errors") {
 		t.Fatalf("invalid POSTs and CGIs: %+v", r.Invalid)
 	}
 	// The static share 20% off its target.
 	skew := kinds
 	skew[kStatic].Responses = 5600
-	r = specwebResult([]*swclient{mk(skew, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
+	r = specwebResult([]*swUsers{mk(skew, [2]int64{10e9, 10e9})}, 30, false, 0, 10)
 	if r.Valid {
 		t.Fatalf("a skewed mix: %+v", r)
 	}
@@ -436,14 +457,14 @@ func TestSpecwebStaticOnly(t *testing.T) {
 	}
 	c.kinds[kStatic].Responses = 10000
 	c.classes = [4]uint64{3500, 5000, 1400, 100}
-	if r := specwebResult([]*swclient{c}, 30, true, 0, 10); !r.Valid || !r.StaticOnly {
+	if r := specwebResult([]*swUsers{c.swUsers}, 30, true, 0, 10); !r.Valid || !r.StaticOnly {
 		t.Fatalf("a clean static-only run: %+v", r)
 	}
-	if r := specwebResult([]*swclient{c}, 30, false, 0, 10); r.Valid {
+	if r := specwebResult([]*swUsers{c.swUsers}, 30, false, 0, 10); r.Valid {
 		t.Fatal("static GETs alone passed as the full mix")
 	}
 	var b strings.Builder
-	specwebResult([]*swclient{c}, 30, true, 0, 10).writeText(&b)
+	specwebResult([]*swUsers{c.swUsers}, 30, true, 0, 10).writeText(&b)
 	if !strings.HasPrefix(b.String(), "SPECweb99 static-only mix: ") {
 		t.Errorf("report does not name the mix: %q", b.String())
 	}
