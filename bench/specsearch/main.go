@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,8 @@ type Config struct {
 	FileSet                   int    // connections the file set is for (0: Hi, as the rules want)
 	ServerCPUs, ClientCPUs    string
 	Server                    string // percore, or nginx on the static-only mix
-	Stack                     string // posix: loopback
+	Stack                     string // the server's: posix (loopback, or a lab with a native client) or native (a lab)
+	ClientStack               string // wreck's: native (on the lab's client end) or posix (kernel sockets)
 	Port                      int
 	ServerArgs                []string // more specweb serve flags (--cache-size 1G)
 	Root                      string   // the module to build from
@@ -50,7 +52,8 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	fs.StringVar(&c.ServerCPUs, "server-cpus", "1", "CPUs of the server's shards (one shard each)")
 	fs.StringVar(&c.ClientCPUs, "client-cpus", "0", "CPUs of wreck's shards")
 	fs.StringVar(&c.Server, "server", "percore", "the server: percore (specweb serve), or nginx serving the file set as static files on the static-only mix (nginx has no SPECweb99 dynamic modules)")
-	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (over loopback) or native (AF_XDP on a lab veth pair, the client in its namespace)")
+	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (kernel sockets) or native (AF_XDP on a lab veth pair)")
+	fs.StringVar(&c.ClientStack, "client-stack", "native", "wreck's stack: native (AF_XDP on the client end of a lab veth pair: one client core drives thousands of paced users) or posix (kernel sockets: over loopback to a posix server, from the lab's client namespace to a native one)")
 	fs.IntVar(&c.Port, "port", 18080, "the server's port")
 	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
 	fs.StringVar(&c.Root, "root", ".", "the percore module to build from")
@@ -68,12 +71,16 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 		fmt.Fprintln(log, "bench specweb: --network-stack is posix or native")
 		return 2
 	}
+	if c.ClientStack != "posix" && c.ClientStack != "native" {
+		fmt.Fprintln(log, "bench specweb: --client-stack is native or posix")
+		return 2
+	}
 	switch {
 	case c.Server != "percore" && c.Server != "nginx":
 		fmt.Fprintln(log, "bench specweb: --server is percore or nginx")
 		return 2
 	case c.Server == "nginx" && (c.Stack != "posix" || len(c.ServerArgs) > 0):
-		fmt.Fprintln(log, "bench specweb: --server nginx runs on kernel sockets over loopback: drop --network-stack native and --server-args")
+		fmt.Fprintln(log, "bench specweb: --server nginx runs on kernel sockets: drop --network-stack native and --server-args")
 		return 2
 	}
 	if err := run(ctx, &c, out, log); err != nil {
@@ -100,20 +107,45 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	if err := gen.Run(); err != nil {
 		return fmt.Errorf("specweb gen: %w", err)
 	}
-	// Where the server and the client run: loopback, or a lab whose
-	// server end the native stack owns and whose client end is a namespace.
-	host, serverPre, clientPre := "127.0.0.1", []string(nil), []string(nil)
+	// Where the server and the client run: loopback, or a lab (a veth pair
+	// between the server's namespace and the client's) when either end is
+	// native. A native client's frames reach a kernel server's veth end
+	// only through an XDP program there: it gets one that passes all.
+	host, serverPre, clientPre, clientArgs := "127.0.0.1", []string(nil), []string(nil), []string(nil)
 	serverFlags := []string{"--address", host}
-	if c.Stack == "native" {
-		l, err := lab.New(lab.Config{Prefix: "sws", Queues: cpuCount(c.ServerCPUs)})
+	dial := func(f func() error) error { return f() } // in the server's namespace
+	if c.Stack == "native" || c.ClientStack == "native" {
+		queues := max(cpuCount(c.ServerCPUs), cpuCount(c.ClientCPUs))
+		l, err := lab.NewNativePair(lab.Config{Prefix: "sws", Queues: queues})
 		if err != nil {
 			return fmt.Errorf("build the lab: %w", err)
 		}
 		defer l.Close()
 		host = l.ServerIP.String()
-		serverFlags = []string{"--network-stack", "native", "--iface", l.ServerIf, "--host-ipv4-addr", host}
+		serverFlags = []string{"--address", host}
+		if c.Stack == "native" {
+			serverFlags = []string{"--network-stack", "native", "--iface", l.ServerIf, "--host-ipv4-addr", host}
+		} else {
+			if err := lab.AddAddr(l.ServerNS, l.ServerIf, netip.PrefixFrom(l.ServerIP, 24)); err != nil {
+				return fmt.Errorf("address the lab's server end: %w", err)
+			}
+			// The native client drops frames with the partial checksums
+			// of tx offload.
+			if err := lab.DisableOffloads(l.ServerNS, l.ServerIf); err != nil {
+				return err
+			}
+			pass, err := lab.AttachPass(l.ServerNS, l.ServerIf)
+			if err != nil {
+				return err
+			}
+			defer pass.Close()
+		}
+		dial = l.ServerNS.Do
 		serverPre = []string{"ip", "netns", "exec", l.ServerNS.Name}
 		clientPre = []string{"ip", "netns", "exec", l.ClientNS.Name}
+		if c.ClientStack == "native" {
+			clientArgs = l.NativeClientArgs()
+		}
 		fmt.Fprintf(log, "bench specweb: %s\n", l)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
@@ -125,12 +157,15 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		if argv, err = nginxArgv(c, host, bin); err != nil {
 			return err
 		}
+		argv = append(serverPre[:len(serverPre):len(serverPre)], argv...)
 		ready = func(string) bool { // nginx says nothing once it listens
-			conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-			if err == nil {
-				conn.Close()
-			}
-			return err == nil
+			return dial(func() error {
+				conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+				if err == nil {
+					conn.Close()
+				}
+				return err
+			}) == nil
 		}
 	}
 	fmt.Fprintf(log, "bench specweb: %s\n", strings.Join(argv, " "))
@@ -141,7 +176,7 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		if err != nil {
 			return Step{}, err
 		}
-		s, err := runWreck(ctx, clientPre, bin, c, addr, conns)
+		s, err := runWreck(ctx, clientPre, clientArgs, bin, c, addr, conns)
 		stop()
 		if err != nil {
 			return s, err
@@ -225,8 +260,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // runWreck runs one step and reads its verdict.
-func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int) (Step, error) {
-	argv := wreckArgv(pre, bin, c, addr, conns)
+func runWreck(ctx context.Context, pre, args []string, bin string, c *Config, addr string, conns int) (Step, error) {
+	argv := append(wreckArgv(pre, bin, c, addr, conns), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -51,15 +51,20 @@ func report(w io.Writer, c *Config, best Step, tried []Step) {
 		mix, best.Conns, bound, best.OpsPerSec, setting)
 	fmt.Fprintf(w, "| server | machine | network | cores | conforming connections | per core |\n|---|---|---|---:|---:|---:|\n")
 	link := "loopback"
-	if c.Stack == "native" {
-		link = "veth, AF_XDP copy mode"
+	switch {
+	case c.Stack == "native" && c.ClientStack == "native":
+		link = "veth, AF_XDP copy mode on both ends"
+	case c.Stack == "native":
+		link = "veth, AF_XDP copy mode on the server end"
+	case c.ClientStack == "native":
+		link = "veth, AF_XDP copy mode on the client end"
 	}
 	row := server + " (this run)"
 	if c.Server == "nginx" {
 		row = server + " (this run, static-only mix)"
 	}
-	fmt.Fprintf(w, "| %s | this machine, client on CPUs %s | %s | %d | %d | %d |\n",
-		row, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
+	fmt.Fprintf(w, "| %s | this machine, %s client on CPUs %s | %s | %d | %d | %d |\n",
+		row, c.ClientStack, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
 	for _, p := range published {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d |\n", p.server, p.machine, p.network, p.cores, p.conns, p.conns/p.cores)
 	}
