@@ -110,7 +110,12 @@ func newSwUsers(a *acct, t swTransport, n, dirs, users, first int, stream uint64
 	return s
 }
 
-// start begins every user, once: the run's first iteration.
+// maxRamp bounds the ramp-up: users start spread over half the warm-up,
+// at most this long, so that thousands do not connect and ask in one burst.
+const maxRamp = time.Second
+
+// start begins the users, once, at the run's first iteration: user i of n
+// at i/n of the ramp-up, its pacing counted from there.
 func (s *swUsers) start() {
 	if s.started {
 		return
@@ -119,14 +124,18 @@ func (s *swUsers) start() {
 	if !s.begun {
 		s.begin()
 	}
+	ramp := min(s.warmup/2, int64(maxRamp))
+	if s.sh == nil {
+		ramp = 0 // no wheel to wait on (tests drive the users by hand)
+	}
 	for i := range s.users {
-		s.users[i].t0 = s.now
+		s.users[i].t0 = s.now + ramp*int64(i)/int64(len(s.users))
 	}
 	if s.warmup == 0 {
 		s.startMeasuring()
 	}
 	for i := range s.users {
-		s.next(&s.users[i])
+		s.schedule(&s.users[i])
 	}
 }
 
