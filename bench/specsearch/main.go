@@ -1,6 +1,7 @@
 package specsearch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -172,21 +173,27 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	step := func(conns int) (Step, error) {
 		// A fresh server for each run: an empty post log and cache, as
 		// SPECweb99's reset between runs; the warm-up fills the cache.
-		stop, err := startServer(ctx, argv, ready)
+		stop, pid, err := startServer(ctx, argv, ready)
 		if err != nil {
 			return Step{}, err
 		}
+		srv := sample(pid, 200*time.Millisecond)
 		s, err := runWreck(ctx, clientPre, clientArgs, bin, c, addr, conns)
+		st := srv.end()
 		stop()
 		if err != nil {
 			return s, err
 		}
+		s.ServerCPU, s.ServerWait = st.run.Seconds()/s.wall.Seconds(), st.wait.Seconds()/s.wall.Seconds()
+		s.Load = load1()
 		verdict := "valid"
 		if !s.Valid {
 			verdict = "invalid: " + strings.Join(s.Why, "; ")
 		}
 		fmt.Fprintf(log, "bench specweb: %d users: %d conforming (%.1f%%), %.0f ops/s, mean response %.2f ms, %s\n",
 			conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs, verdict)
+		fmt.Fprintf(log, "bench specweb:   CPUs busy (waiting for a CPU): server %.2f (%.2f), client %.2f (%.2f); load average %.1f\n",
+			s.ServerCPU, s.ServerWait, s.ClientCPU, s.ClientWait, s.Load)
 		return s, nil
 	}
 	best, tried, err := Search(c.Lo, c.Hi, c.Steps, c.Resolution, step)
@@ -199,15 +206,16 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 
 // startServer starts argv in its own process group and waits until ready
 // (given its output so far); stop ends that group (and nothing else) and
-// waits.
-func startServer(ctx context.Context, argv []string, ready func(logs string) bool) (stop func(), err error) {
+// waits. pid is the process's.
+func startServer(ctx context.Context, argv []string, ready func(logs string) bool) (stop func(), pid int, err error) {
 	srv := exec.Command(argv[0], argv[1:]...)
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &lockedBuffer{}
 	srv.Stdout, srv.Stderr = logs, logs
 	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+		return nil, 0, fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	pid = srv.Process.Pid
 	exited := make(chan struct{})
 	go func() { srv.Wait(); close(exited) }()
 	stop = func() {
@@ -221,19 +229,19 @@ func startServer(ctx context.Context, argv []string, ready func(logs string) boo
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		if ready(logs.String()) {
-			return stop, nil
+			return stop, pid, nil
 		}
 		select {
 		case <-ctx.Done():
 			stop()
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-exited:
-			return nil, fmt.Errorf("%s exited: %s", argv[0], tail(logs.String()))
+			return nil, 0, fmt.Errorf("%s exited: %s", argv[0], tail(logs.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("%s: not serving after 20s: %s", argv[0], tail(logs.String()))
+			return nil, 0, fmt.Errorf("%s: not serving after 20s: %s", argv[0], tail(logs.String()))
 		}
 	}
 }
@@ -263,12 +271,21 @@ func (l *lockedBuffer) String() string {
 func runWreck(ctx context.Context, pre, args []string, bin string, c *Config, addr string, conns int) (Step, error) {
 	argv := append(wreckArgv(pre, bin, c, addr, conns), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout bytes.Buffer
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Step{}, fmt.Errorf("wreck: %w", err)
+	}
+	cl := sample(cmd.Process.Pid, 200*time.Millisecond)
+	err := cmd.Wait()
+	ct := cl.end()
+	wall := time.Since(t0)
 	if err != nil {
 		return Step{}, fmt.Errorf("wreck %s: %w: %s", strings.Join(argv, " "), err, tail(stderr.String()))
 	}
+	b := stdout.Bytes()
 	var r struct {
 		Specweb *struct {
 			Conforming int      `json:"conforming"`
@@ -284,7 +301,8 @@ func runWreck(ctx context.Context, pre, args []string, bin string, c *Config, ad
 	}
 	w := r.Specweb
 	return Step{Conns: conns, Valid: w.Valid, Conforming: w.Conforming, Percent: w.Percent,
-		OpsPerSec: w.OpsPerSec, MeanMs: w.MeanMs, Why: w.Invalid}, nil
+		OpsPerSec: w.OpsPerSec, MeanMs: w.MeanMs, Why: w.Invalid,
+		ClientCPU: ct.run.Seconds() / wall.Seconds(), ClientWait: ct.wait.Seconds() / wall.Seconds(), wall: wall}, nil
 }
 
 // wreckArgv is the client command of one step: the static-only mix for

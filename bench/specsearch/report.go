@@ -21,13 +21,14 @@ var published = []struct {
 // report prints the steps, the result line and the comparison table.
 func report(w io.Writer, c *Config, best Step, tried []Step) {
 	cores := cpuCount(c.ServerCPUs)
-	fmt.Fprintf(w, "| users | conforming | %% | ops/s | mean response ms | verdict |\n|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "| users | conforming | %% | ops/s | mean response ms | server CPU (waiting) | client CPU (waiting) | load | verdict |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range tried {
 		v := "valid"
 		if !s.Valid {
 			v = "invalid: " + strings.Join(s.Why, "; ")
 		}
-		fmt.Fprintf(w, "| %d | %d | %.1f | %.0f | %.2f | %s |\n", s.Conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs, v)
+		fmt.Fprintf(w, "| %d | %d | %.1f | %.0f | %.2f | %.2f (%.2f) | %.2f (%.2f) | %.1f | %s |\n", s.Conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs,
+			s.ServerCPU, s.ServerWait, s.ClientCPU, s.ClientWait, s.Load, v)
 	}
 	server, mix := serverName(c), ""
 	if c.Server == "nginx" {
