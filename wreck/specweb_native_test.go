@@ -229,3 +229,22 @@ func TestSpecwebNativeUsers(t *testing.T) {
 	}
 	t.Logf("%d responses on %d connections", a.cnt.Responses, a.cnt.Connects)
 }
+
+// BenchmarkSpecwebNativeUsers: SPECweb99 users (static-only mix) over the
+// native client and the stand-in server on in-memory links; ns/op and
+// allocs/op are per step (users, wire, server, wire), with responses/op.
+func BenchmarkSpecwebNativeUsers(b *testing.B) {
+	p := newSwPair(b, 16)
+	for range 20_000 {
+		p.step(10 * time.Microsecond)
+	}
+	a := p.cl.acct
+	before, bytes0 := a.cnt.Responses, a.cnt.Bytes
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		p.step(10 * time.Microsecond)
+	}
+	b.ReportMetric(float64(a.cnt.Responses-before)/float64(b.N), "responses/op")
+	b.ReportMetric(float64(a.cnt.Bytes-bytes0)/float64(b.N), "B-read/op")
+}
