@@ -35,7 +35,7 @@ func readSched(pid int) schedTime {
 }
 
 // sampler reads a process's schedTime every interval until stopped, and
-// keeps the last: a process's threads are gone once it exits.
+// keeps the largest: a process's threads are gone once it exits.
 type sampler struct {
 	last schedTime
 	stop chan struct{}
@@ -47,9 +47,8 @@ func sample(pid int, every time.Duration) *sampler {
 	go func() {
 		defer close(s.done)
 		for {
-			if t := readSched(pid); t.run > 0 {
-				s.last = t
-			}
+			t := readSched(pid) // counters only grow: a lower sum lost exiting threads
+			s.last.run, s.last.wait = max(s.last.run, t.run), max(s.last.wait, t.wait)
 			select {
 			case <-s.stop:
 				return
