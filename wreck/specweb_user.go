@@ -325,11 +325,14 @@ func (s *swUsers) fail(u *swUser, cls errClass) {
 	}
 }
 
-// tick ends the warm-up and enforces timeouts and back-offs.
+// tick ends the warm-up, enforces timeouts and back-offs, and retunes the
+// nap: answers take milliseconds, so waking for each frame burst costs more
+// than a nap of a fraction of that delays them.
 func (s *swUsers) tick() {
 	if !s.measuring && s.now-s.t0 >= s.warmup {
 		s.startMeasuring()
 	}
+	s.retune()
 	timeout := int64(s.cfg.Timeout)
 	for i := range s.users {
 		u := &s.users[i]
