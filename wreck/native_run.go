@@ -144,8 +144,8 @@ type nqueue struct {
 
 // newNShard runs on shard sh's thread: a stack on each of its queues of
 // dev (entering the interface's namespace), a's connections (newApp's)
-// dealt over them, to server. Each stack filters its source ports so that the NIC puts
-// their replies on its queue (rss, stackPorts).
+// dealt over them, to server. Each stack filters its source ports so that
+// the NIC puts their replies on its queue (rss, stackPorts).
 func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, newApp newNApp, seed uint64) (*nshard, error) {
 	n := &a.cfg.Native
 	d := &nshard{id: sh.ID, acct: a}
