@@ -177,7 +177,7 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		if err != nil {
 			return Step{}, err
 		}
-		srv := sample(pid, 200*time.Millisecond)
+		srv := sample(func() schedTime { return readGroupSched(pid) }, 200*time.Millisecond)
 		s, err := runWreck(ctx, clientPre, clientArgs, bin, c, addr, conns)
 		st := srv.end()
 		stop()
@@ -206,7 +206,7 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 
 // startServer starts argv in its own process group and waits until ready
 // (given its output so far); stop ends that group (and nothing else) and
-// waits. pid is the process's.
+// waits. pid is the process's, and its group's id.
 func startServer(ctx context.Context, argv []string, ready func(logs string) bool) (stop func(), pid int, err error) {
 	srv := exec.Command(argv[0], argv[1:]...)
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -278,7 +278,8 @@ func runWreck(ctx context.Context, pre, args []string, bin string, c *Config, ad
 	if err := cmd.Start(); err != nil {
 		return Step{}, fmt.Errorf("wreck: %w", err)
 	}
-	cl := sample(cmd.Process.Pid, 200*time.Millisecond)
+	pid := cmd.Process.Pid
+	cl := sample(func() schedTime { return readSched(pid) }, 200*time.Millisecond)
 	err := cmd.Wait()
 	ct := cl.end()
 	wall := time.Since(t0)

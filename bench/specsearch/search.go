@@ -28,8 +28,9 @@ type Step struct {
 	Why        []string `json:"invalid,omitempty"`
 
 	// Over the client's whole run (warm-up included), in CPUs: the
-	// server's and the client's time on a CPU and waiting, runnable, for
-	// one (other work on a shared machine); and the load average after it.
+	// server's (its process group's: nginx's workers, the CGI programs)
+	// and the client's time on a CPU and waiting, runnable, for one (other
+	// work on a shared machine); and the load average after it.
 	ServerCPU, ServerWait float64
 	ClientCPU, ClientWait float64
 	Load                  float64
