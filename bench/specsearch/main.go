@@ -91,6 +91,11 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	return 0
 }
 
+// usersPerAddr is how many users a native client's address carries: each
+// user holds one connection at a time, and a source address has 28,232
+// ports (32768-60999).
+const usersPerAddr = 8000
+
 func run(ctx context.Context, c *Config, out, log io.Writer) error {
 	bin, err := os.MkdirTemp("", "percore-specweb-bin")
 	if err != nil {
@@ -145,7 +150,13 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		serverPre = []string{"ip", "netns", "exec", l.ServerNS.Name}
 		clientPre = []string{"ip", "netns", "exec", l.ClientNS.Name}
 		if c.ClientStack == "native" {
-			clientArgs = l.NativeClientArgs()
+			// One source address per usersPerAddr users, so that the
+			// ports the server still holds in TIME-WAIT come round late.
+			addrs, err := l.NativeAddrs(min((c.Hi+usersPerAddr-1)/usersPerAddr, lab.MaxNativeAddrs))
+			if err != nil {
+				return err
+			}
+			clientArgs = append(l.NativeClientArgs(), "--host-ipv4-addr", addrs[0].String()+"-"+addrs[len(addrs)-1].String())
 		}
 		fmt.Fprintf(log, "bench specweb: %s\n", l)
 	}
