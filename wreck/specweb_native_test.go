@@ -248,3 +248,29 @@ func BenchmarkSpecwebNativeUsers(b *testing.B) {
 	b.ReportMetric(float64(a.cnt.Responses-before)/float64(b.N), "responses/op")
 	b.ReportMetric(float64(a.cnt.Bytes-bytes0)/float64(b.N), "B-read/op")
 }
+
+// TestSpecwebNativeRefused: with nothing listening every connect is reset:
+// each counts a connect error against its request, and the users back off
+// and try again, no answer ever counted.
+func TestSpecwebNativeRefused(t *testing.T) {
+	p := newSwPair(t, 4)
+	p.srv.UnlistenTCP(80)
+	for i := range 10_000 {
+		p.step(10 * time.Microsecond)
+		if i%1000 == 999 { // a tick: back-offs end
+			p.cl.tick()
+		}
+	}
+	a := p.cl.acct
+	if a.cnt.Errors[errConnect] < 2*4 || a.cnt.Responses != 0 || a.cnt.Connects != 0 {
+		t.Fatalf("%d connect errors (want each user to retry), %d responses, %d connects", a.cnt.Errors[errConnect], a.cnt.Responses, a.cnt.Connects)
+	}
+	var asked uint64
+	for _, k := range p.cl.kinds {
+		asked += k.Errors
+	}
+	if asked != a.cnt.Errors[errConnect] {
+		t.Errorf("%d requests failed for %d connect errors", asked, a.cnt.Errors[errConnect])
+	}
+	t.Logf("%d connect errors in 100 ms", a.cnt.Errors[errConnect])
+}
