@@ -83,13 +83,16 @@ func (s *swclient) closeAll() {
 }
 
 // dial implements swTransport: a nonblocking connect.
-func (s *swclient) dial(u *swUser) {
+func (s *swclient) dial(u *swUser) { s.connect(u) }
+
+func (s *swclient) connect(u *swUser) {
+	u.inFlight = true // the drawn request waits for the connection
 	fd, err := unix.Socket(s.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.fail(u, errConnect)
 		return
 	}
-	u.fd = fd
+	u.fd, u.since = fd, s.now
 	u.gen = (u.gen + 1) & genMask
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	if err := s.sh.AddFD(fd, evWrite, s.src, u.token()); err != nil {
@@ -100,6 +103,7 @@ func (s *swclient) dial(u *swUser) {
 	case nil:
 		s.connected(u)
 	case unix.EINPROGRESS:
+		u.state = cConnecting
 	default:
 		s.fail(u, errConnect)
 	}
@@ -174,7 +178,8 @@ func (s *swclient) readable(u *swUser, hup bool) {
 			s.eof(u)
 			return
 		}
-		s.received(u, m)
+		u.bytes += int64(m)
+		s.cnt.Bytes += uint64(m)
 		u.carry = u.carry[:0]
 		if !s.parse(u, s.rbuf[:k+m]) {
 			return
