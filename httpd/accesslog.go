@@ -13,7 +13,12 @@ func (s *Server) logRequest(c *Conn, status, bodyLen int) {
 		s.stats.LogDropped++
 		return
 	}
-	b := append(s.logBuf, c.logHost...)
+	b := s.logBuf
+	if a := c.remote.Addr(); a.IsValid() {
+		b = a.AppendTo(b)
+	} else {
+		b = append(b, '-')
+	}
 	b = append(b, " - - "...)
 	b = append(b, s.date.clf...)
 	b = append(b, " \""...)

@@ -21,52 +21,63 @@ import (
 // slices for retransmission advances only what the peer acknowledged, and
 // releases the Conn only once it holds no slice any more.
 type Conn struct {
-	srv     *Server
-	remote  netip.AddrPort
-	logHost []byte // remote address as the access log writes it, made once
+	srv    *Server
+	remote netip.AddrPort
 
 	// input: bytes [r, w) of in are buffered and not yet consumed.
 	in    []byte
 	inMem int // bytes of in charged to the server's Memory
 	r, w  int
-	state parseState
-	h     head    // the request starting at r; offsets are relative to r
-	req   Request // the request being served
-	path  []byte  // decoded path scratch, reused
 
-	// output: out[outHead:] is pending; outAr tags each slice with the arena
-	// it points into (-1: a shared prepared response).
-	out      [][]byte
-	outAr    []int8
-	outHead  int
-	outBytes int
-	arenas   [2][]byte
-	arMem    [2]int // bytes of each arena charged to the server's Memory
-	arRefs   [2]int
-	cur      int8
-	rw       ResponseWriter
+	// The exchange under way: lent from the server while the connection
+	// has input, a request or output, nil while it is idle (an idle
+	// keep-alive connection is most of what a server holds at scale).
+	*exchange
+	outBytes int // bytes in out[outHead:]
 
 	// file I/O: the request at r waits for wait to resolve its path, and is
-	// then served with ready; st streams a file too large for the cache.
-	// While either is pending, the connection is blocked (pipelined requests
-	// wait, in order).
-	wait   *FileJob
-	ready  *cacheEntry
-	done   Job  // the handler's job, run (Offloaded)
-	again  bool // Offload ran its job inline: call the handler again
-	shedIO bool // a job was due with the FileIO full: answer 503
-	st     *stream
-	gen    uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
-	waker  Waker
+	// then served with the exchange's ready; st streams a file too large for
+	// the cache. While either is pending, the connection is blocked
+	// (pipelined requests wait, in order).
+	wait  *FileJob
+	st    *stream
+	waker Waker
 
+	now        time.Time
+	lastActive time.Time
+
+	gen        uint32 // bumped on reset and cancelIO: jobs of an older one are dropped
+	state      parseState
+	again      bool // Offload ran its job inline: call the handler again
+	shedIO     bool // a job was due with the FileIO full: answer 503
 	closing    bool // no more requests: close once Output is empty
 	peerClosed bool
 	inReq      bool // some bytes of the next request have arrived
 	progressed bool // Advance happened since the last deadline check
-	now        time.Time
-	headStart  time.Time // first byte of the current request
-	bodyStart  time.Time // end of the current request's header, when it has a body
-	lastActive time.Time
+}
+
+// exchange is the state of a connection's requests and responses in
+// progress, pooled by the server: the parser's, the request's and the
+// output queue with its arenas.
+type exchange struct {
+	h         head        // the request starting at r; offsets are relative to r
+	req       Request     // the request being served
+	path      []byte      // decoded path scratch, reused
+	headStart time.Time   // first byte of the current request
+	bodyStart time.Time   // end of the current request's header, when it has a body
+	ready     *cacheEntry // the resolved path the request waited for
+	done      Job         // the handler's job, run (Offloaded)
+
+	// output: out[outHead:] is pending; outAr tags each slice with the arena
+	// it points into (-1: a shared prepared response).
+	out     [][]byte
+	outAr   []int8
+	outHead int
+	arenas  [2][]byte
+	arMem   [2]int // bytes of each arena charged to the server's Memory
+	arRefs  [2]int
+	cur     int8
+	rw      ResponseWriter
 }
 
 type parseState uint8
@@ -80,40 +91,38 @@ const (
 func (c *Conn) init(s *Server, remote netip.AddrPort, now time.Time) {
 	c.srv = s
 	c.remote = remote
-	if s.log != nil {
-		c.logHost = c.logHost[:0]
-		if remote.Addr().IsValid() {
-			c.logHost = remote.Addr().AppendTo(c.logHost)
-		} else {
-			c.logHost = append(c.logHost, '-')
-		}
-	}
 	c.now = now
 	c.lastActive = now
-	c.h = head{contentLength: -1}
-	c.rw.c = c
 }
 
-// reset clears c for the pool: its buffers go back to the server (the
-// stack holds no slice of its output any more), those that grew unusually
-// large are dropped.
+// lend gives c an exchange from the server, when it has none.
+func (c *Conn) lend() {
+	if c.exchange == nil {
+		c.exchange = c.srv.takeExchange()
+		c.rw.c = c
+	}
+}
+
+// idle reports that nothing is under way on c: no input buffered, no
+// request begun, no output pending, no arena held, no file job due.
+func (c *Conn) idle() bool {
+	return c.in == nil && !c.inReq && c.outBytes == 0 && c.arenas[0] == nil && c.arenas[1] == nil && !c.Waiting()
+}
+
+// reset clears c for the pool: its buffers and exchange go back to the
+// server (the stack holds no slice of its output any more), buffers that
+// grew unusually large are dropped.
 func (c *Conn) reset() {
 	c.giveChunks()
 	c.cancelIO()
 	gen, st := c.gen, c.st
-	c.r, c.w, c.outBytes = 0, 0, 0
-	c.arRefs = [2]int{}
+	c.r, c.w, c.inReq = 0, 0, false
+	c.dropOutput()
 	c.shed()
-	for i := range c.out {
-		c.out[i] = nil
+	if c.exchange != nil {
+		c.srv.giveExchange(c.exchange)
 	}
-	out, outAr := c.out[:0], c.outAr[:0]
-	path, logHost := c.path[:0], c.logHost[:0]
-	rw := ResponseWriter{hdr: c.rw.hdr[:0], body: c.rw.body[:0]}
-	if cap(rw.body) > 4*arenaLimit {
-		rw.body = nil
-	}
-	*c = Conn{path: path, logHost: logHost, out: out, outAr: outAr, rw: rw, gen: gen, st: st}
+	*c = Conn{gen: gen, st: st}
 }
 
 // ReadBuf returns free space to receive into. An empty slice means back-pressure:
@@ -121,6 +130,7 @@ func (c *Conn) reset() {
 // connection is closing, further input is accepted and discarded, so a stack can
 // drain the socket before closing it.
 func (c *Conn) ReadBuf() []byte {
+	c.lend()
 	if c.in == nil {
 		c.in = c.srv.takeIn()
 		c.inMem = cap(c.in)
@@ -204,7 +214,12 @@ func (c *Conn) Feed(p []byte, now time.Time) int {
 // stay valid until Advance passes them, so a stack may send them without copying
 // and keep them for retransmission until acknowledged. The returned [][]byte
 // itself is only valid until the next call on c.
-func (c *Conn) Output() [][]byte { return c.out[c.outHead:] }
+func (c *Conn) Output() [][]byte {
+	if c.exchange == nil {
+		return nil
+	}
+	return c.out[c.outHead:]
+}
 
 // Pending returns the number of bytes in Output.
 func (c *Conn) Pending() int { return c.outBytes }
@@ -213,7 +228,7 @@ func (c *Conn) Pending() int { return c.outBytes }
 // When back-pressure lifts it parses the requests already buffered, which may
 // queue more output.
 func (c *Conn) Advance(n int) {
-	if n <= 0 {
+	if n <= 0 || c.exchange == nil {
 		return
 	}
 	// The peer is taking our output: activity as of the latest time we know.
@@ -321,6 +336,9 @@ func (c *Conn) Expire(now time.Time) bool {
 }
 
 func (c *Conn) dropOutput() {
+	if c.exchange == nil {
+		return
+	}
 	for i := c.outHead; i < len(c.out); i++ {
 		c.out[i] = nil
 	}
@@ -332,7 +350,7 @@ func (c *Conn) dropOutput() {
 // pipelined requests should wait, or the response being made waits for a
 // file job.
 func (c *Conn) blocked() bool {
-	return c.outBytes >= maxOutBytes || len(c.out)-c.outHead >= maxOutSlices || c.Waiting()
+	return c.outBytes >= maxOutBytes || c.exchange != nil && len(c.out)-c.outHead >= maxOutSlices || c.Waiting()
 }
 
 // process parses and serves every complete request buffered, until input runs
@@ -357,16 +375,17 @@ func (c *Conn) process() {
 		}
 		c.endRequest()
 	}
-	if c.r == c.w && c.state == stHead && c.h.lineEnd == 0 {
+	if c.exchange != nil && c.r == c.w && c.state == stHead && c.h.lineEnd == 0 {
 		c.r, c.w = 0, 0 // nothing of a request is buffered: rewind
 		c.shed()
 	}
 }
 
-// shed gives the input buffer and the output arenas back to the shard's
-// server while nothing is buffered in them and no pending slice points
-// into them: an idle keep-alive connection holds no buffer, and the next
-// request takes one from the server (no allocation once warm).
+// shed gives the input buffer, the output arenas and then the exchange
+// back to the shard's server while nothing is buffered in them and no
+// pending slice points into them: an idle keep-alive connection holds
+// none of them, and the next request takes them from the server (no
+// allocation once warm).
 func (c *Conn) shed() {
 	if c.r == c.w && c.in != nil {
 		if cap(c.in) <= inRetain && c.srv.keep() {
@@ -376,7 +395,7 @@ func (c *Conn) shed() {
 		}
 		c.in, c.inMem, c.r, c.w = nil, 0, 0, 0
 	}
-	if c.outBytes != 0 {
+	if c.outBytes != 0 || c.exchange == nil {
 		return
 	}
 	for i, a := range c.arenas {
@@ -388,6 +407,10 @@ func (c *Conn) shed() {
 			}
 			c.arenas[i], c.arMem[i] = nil, 0
 		}
+	}
+	if c.idle() {
+		c.srv.giveExchange(c.exchange)
+		c.exchange = nil
 	}
 }
 

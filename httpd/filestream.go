@@ -160,7 +160,10 @@ func (w *ResponseWriter) File(path []byte) (body []byte, found, wait bool) {
 // it, and c makes a new one when it next streams.
 func (c *Conn) cancelIO() {
 	c.gen++
-	c.wait, c.ready, c.done, c.again, c.shedIO = nil, nil, nil, false, false
+	c.wait, c.again, c.shedIO = nil, false, false
+	if c.exchange != nil {
+		c.ready, c.done = nil, nil
+	}
 	if st := c.st; st != nil {
 		if st.busy {
 			c.st = nil

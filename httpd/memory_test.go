@@ -3,6 +3,7 @@ package httpd
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // testMemory is a Memory with a limit, as netstack.MemBudget behaves.
@@ -71,4 +72,36 @@ func (s *Server) pooled() int {
 		n += cap(b)
 	}
 	return n
+}
+
+// An idle keep-alive connection holds no buffer and no exchange: they go
+// back to the server once its response is advanced, and the next request
+// takes them again. A request that arrives in parts keeps its exchange
+// meanwhile.
+func TestIdleConnHoldsNothing(t *testing.T) {
+	f := newFixture(t, Config{}, testSetup)
+	for i := range 3 {
+		if rs := readResponses(t, f.feed("GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")); len(rs) != 1 || rs[0].status != 200 {
+			t.Fatalf("request %d: %d responses", i, len(rs))
+		}
+		if f.c.exchange != nil || f.c.in != nil || len(f.srv.xs) != 1 {
+			t.Fatalf("request %d: idle conn holds an exchange %v, input %v; %d pooled", i, f.c.exchange != nil, f.c.in != nil, len(f.srv.xs))
+		}
+	}
+	if out := f.feed("GET /api/x HTTP/1.1\r\n"); out != "" || f.c.exchange == nil {
+		t.Fatalf("half a request: output %q, exchange %v", out, f.c.exchange != nil)
+	}
+	if rs := readResponses(t, f.feed("Host: x\r\n\r\n")); len(rs) != 1 || f.c.exchange != nil {
+		t.Fatalf("%d responses, exchange held %v", len(rs), f.c.exchange != nil)
+	}
+}
+
+// An idle connection costs its Conn in Go's size class: at a million
+// connections every byte past a class boundary costs the next class for
+// each of them. What a request needs goes in the exchange.
+func TestConnSizeClass(t *testing.T) {
+	const class = 208 // Go's size classes around it: 192, 208, 224
+	if n := unsafe.Sizeof(Conn{}); n > class {
+		t.Fatalf("Conn is %d bytes, past the %d-byte size class: put request state in the exchange", n, class)
+	}
 }

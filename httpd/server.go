@@ -14,9 +14,10 @@ type Server struct {
 	date    *dateBlock // current second's prefixes; replaced, never modified
 	stats   Stats
 	pool    []*Conn
-	ins     [][]byte // input buffers idle connections gave back (Conn.shed)
-	arenas  [][]byte // output arenas idle connections gave back
-	chunks  [][]byte // stream chunk buffers idle connections gave back
+	xs      []*exchange // exchanges idle connections gave back
+	ins     [][]byte    // input buffers idle connections gave back (Conn.shed)
+	arenas  [][]byte    // output arenas idle connections gave back
+	chunks  [][]byte    // stream chunk buffers idle connections gave back
 	log     io.Writer
 	logBuf  []byte
 	cache   *fileCache          // the docroot's files this shard serves; nil without a docroot
@@ -229,10 +230,35 @@ func (s *Server) NewConn(remote netip.AddrPort, now time.Time) *Conn {
 		s.pool[n-1] = nil
 		s.pool = s.pool[:n-1]
 	} else {
-		c = &Conn{out: make([][]byte, 0, 16), outAr: make([]int8, 0, 16)}
+		c = &Conn{}
 	}
 	c.init(s, netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()), now)
 	return c
+}
+
+// takeExchange lends an exchange to a connection that has input coming.
+func (s *Server) takeExchange() *exchange {
+	if n := len(s.xs); n > 0 {
+		x := s.xs[n-1]
+		s.xs[n-1] = nil
+		s.xs = s.xs[:n-1]
+		return x
+	}
+	return &exchange{h: head{contentLength: -1}, out: make([][]byte, 0, 16), outAr: make([]int8, 0, 16)}
+}
+
+// giveExchange takes back an exchange whose connection went idle: no
+// buffer or pending slice is left in it. It keeps its scratch buffers. The
+// pool holds at most as many as were ever lent at once, so a load that
+// keeps that many busy allocates none.
+func (s *Server) giveExchange(x *exchange) {
+	clear(x.out)
+	rw := ResponseWriter{hdr: x.rw.hdr[:0], body: x.rw.body[:0]}
+	if cap(rw.body) > 4*arenaLimit {
+		rw.body = nil
+	}
+	*x = exchange{h: head{contentLength: -1}, path: x.path[:0], out: x.out[:0], outAr: x.outAr[:0], rw: rw}
+	s.xs = append(s.xs, x)
 }
 
 // takeIn lends an input buffer to a connection that has bytes coming; its

@@ -204,3 +204,14 @@ type nullEP struct{ app rrApp }
 
 func (e *nullEP) Accept(remote netip.AddrPort, _ TCPHandle, now time.Time) TCPApp { return &e.app }
 func (e *nullEP) Release(app TCPApp, now time.Time)                               {}
+
+// An idle connection costs its tcpConn in Go's size class: at a million
+// connections every byte past a class boundary costs the next class for
+// each of them. State only some connections need goes to a lent side
+// structure (the receive buffer's rcvBuffer, the RACK ring).
+func TestTCPConnSizeClass(t *testing.T) {
+	const class = 576 // Go's size classes around it: 512, 576, 640
+	if n := unsafe.Sizeof(tcpConn{}); n > class {
+		t.Fatalf("tcpConn is %d bytes, past the %d-byte size class: lend new state rarely used instead of adding it", n, class)
+	}
+}

@@ -273,3 +273,25 @@ func TestTCPTimeWaitRecycle(t *testing.T) {
 	}
 	x.state(tcpEstablished)
 }
+
+// TestTCPTimestampClockPerPeer: our TSval clock is offset per host pair, not
+// per connection, so a client that reuses a port sends a TSval above what its
+// last connection left in the server's TIME-WAIT (RFC 6191 reopens it); other
+// peers see another offset.
+func TestTCPTimestampClockPerPeer(t *testing.T) {
+	s := newTCPSecrets(7)
+	a := tcpKey{raddr: 0xc6120001, laddr: 0xc6120002, rport: 80, lport: 40000}
+	b := a
+	b.lport, b.rport = 40001, 8080
+	if s.tsOffFor(a) != s.tsOffFor(b) {
+		t.Fatalf("two connections to one peer: offsets %d and %d", s.tsOffFor(a), s.tsOffFor(b))
+	}
+	c := a
+	c.raddr++
+	if s.tsOffFor(a) == s.tsOffFor(c) {
+		t.Fatalf("two peers share offset %d", s.tsOffFor(a))
+	}
+	if other := newTCPSecrets(8); other.tsOffFor(a) == s.tsOffFor(a) {
+		t.Fatal("the offset does not depend on the secret")
+	}
+}

@@ -50,8 +50,9 @@ func oooRanges(n int) int {
 // tcpConn is one connection (TCB, RFC 9293 §3.3.1). Conns come from the
 // layer's pool and are reused; a conn belongs to one shard. Memory per idle
 // established connection is this struct plus the app's own state: the
-// receive buffer is lent from the pool only while bytes are held, and the
-// send queue is the app's Output. TIME_WAIT keeps only this struct.
+// receive buffer (with the out-of-order state that needs one) and the RACK
+// ring are lent from pools only while in use, and the send queue is the
+// app's Output. TIME_WAIT keeps only this struct.
 type tcpConn struct {
 	key       tcpKey
 	id        int32 // index in layer.conns
@@ -146,14 +147,14 @@ type tcpConn struct {
 	rcvFin      seqnum
 	tsRecent    uint32
 	tsOff       uint32
-	ooo         []tcpRange          // out-of-order data held in rb, sorted; its capacity comes with rb
-	dsack       tcpRange            // duplicate data received, for a D-SACK block
-	sackHist    [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
-	nSACKHist   uint8
+	dsack       tcpRange               // duplicate data received, for a D-SACK block
 	sacked      [tcpMaxSacked]tcpRange // ranges the peer SACKed, sorted
 	nsacked     uint8
-	rb          []byte
-	rbHead      int // index in rb of appSeq
+
+	// The receive buffer with its out-of-order ranges (tcp_mem.go), lent
+	// while bytes are held; otherwise the layer's empty one, never
+	// written, so that its fields read as empty without a check.
+	*rcvBuffer
 
 	// RTT (RFC 6298), nanoseconds.
 	srtt, rttvar, rto int64
@@ -187,6 +188,7 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 		l.conns = append(l.conns, c)
 	}
 	c.key = k
+	c.rcvBuffer = &l.noRcvBuf
 	c.heapIdx, c.twPrev, c.twNext = -1, -1, -1
 	l.gen++
 	if l.gen <= 0 {

@@ -225,10 +225,10 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 	}
 	bytes := 0
 	for _, b := range l.rbufs {
-		bytes += rcvBufBytes(len(b.data))
+		bytes += rcvBufBytes(len(b.rb))
 	}
 	for _, b := range l.rbufsSmall {
-		bytes += rcvBufBytes(len(b.data))
+		bytes += rcvBufBytes(len(b.rb))
 	}
 	for _, c := range l.conns {
 		if c.rb != nil {

@@ -54,7 +54,7 @@ func (k tcpKey) words() (uint64, uint64) {
 // tcpSecrets are the per-layer keys, derived from the configured seed so that
 // tests are deterministic; production passes a random seed.
 type tcpSecrets struct {
-	isn, cookie, table [2]uint64
+	isn, cookie, table, ts [2]uint64
 }
 
 func newTCPSecrets(seed uint64) tcpSecrets {
@@ -70,6 +70,7 @@ func newTCPSecrets(seed uint64) tcpSecrets {
 	s.isn = [2]uint64{next(), next()}
 	s.cookie = [2]uint64{next(), next()}
 	s.table = [2]uint64{next(), next()}
+	s.ts = [2]uint64{next(), next()}
 	return s
 }
 
@@ -79,6 +80,16 @@ func newTCPSecrets(seed uint64) tcpSecrets {
 func (s *tcpSecrets) isnFor(k tcpKey, now int64) seqnum {
 	a, b := k.words()
 	return seqnum(uint32(now/4000) + uint32(sipHash24(s.isn[0], s.isn[1], a, b)))
+}
+
+// tsOffFor returns the offset of our TSval clock towards k's peer: keyed by
+// the two addresses only, as Linux's secure_tcp_ts_off, so that the
+// connections of one host pair share a clock. A client reusing a port then
+// sends a TSval above the one its last connection left in the peer's
+// TIME-WAIT, which lets the peer reopen it (RFC 6191); an offset per
+// connection made that a coin toss. It still hides our clock from others.
+func (s *tcpSecrets) tsOffFor(k tcpKey) uint32 {
+	return uint32(sipHash24(s.ts[0], s.ts[1], uint64(k.raddr)<<32|uint64(k.laddr), 0))
 }
 
 // SYN cookies. The cookie is our ISN when the SYN backlog is full, so that a

@@ -269,7 +269,7 @@ type tcpLayer struct {
 	woken     []TCPHandle // conns to run output for at the next poll
 	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpHeap
-	rbufs     []rcvBuffer // free receive buffers
+	rbufs     []*rcvBuffer // free receive buffers
 	rbufsMade int
 	txRings   []*tcpTxRingBuf // free RACK rings
 	txMade    int
@@ -278,8 +278,9 @@ type tcpLayer struct {
 	mtuSeen   bool // a Stack has fitted cfg.MSS to its link (tcp_stack.go)
 
 	// Memory (tcp_mem.go): rbufs holds buffers of RcvBuf bytes.
-	rbufsSmall []rcvBuffer // free small receive buffers
-	rbufBytes  int         // of the buffers made, lent or pooled, with their range tables
+	rbufsSmall []*rcvBuffer // free small receive buffers
+	noRcvBuf   rcvBuffer    // what a conn without a buffer points at: empty, never written
+	rbufBytes  int          // of the buffers made, lent or pooled, with their range tables
 
 	synOverflowAt int64 // when the SYN backlog last overflowed and a cookie went out; 0: never
 	shedSYNs      bool  // drop new SYNs: the link is short of frames (Stack.ShedSYNs)
@@ -432,7 +433,7 @@ func (l *tcpLayer) connect(now time.Time, raddr IPv4Addr, rport uint16, app TCPA
 		c.iss = l.sec.isnFor(k, l.now)
 		c.sndUna, c.sndNxt, c.sndMax = c.iss, c.iss, c.iss
 		c.recover = c.iss
-		c.tsOff = uint32(c.iss) * 2654435761
+		c.tsOff = l.sec.tsOffFor(k)
 		c.mss = l.cfg.MSS
 		// What we offer; synSent keeps what the SYN-ACK agrees to.
 		c.wsOK, c.sackOK, c.tsOK = !l.cfg.NoWScale, !l.cfg.NoSACK, !l.cfg.NoTimestamps

@@ -15,11 +15,15 @@ package netstack
 // out-of-order segment that needs a buffer is dropped: it was never
 // SACKed, so the sender still holds it and sends it again.
 
-// rcvBuffer is a receive buffer of the pool with its table of
-// out-of-order ranges, lent together.
+// rcvBuffer is a receive buffer of the pool with what only a connection
+// that holds bytes needs: its table of out-of-order ranges and the order
+// they were received in, lent together.
 type rcvBuffer struct {
-	data []byte
-	ooo  []tcpRange
+	rb        []byte              // a ring; appSeq is at rbHead
+	rbHead    int                 // index in rb of appSeq
+	ooo       []tcpRange          // out-of-order data held in rb, sorted; its capacity comes with rb
+	sackHist  [tcpSACKHist]seqnum // a byte of each range most recently received into, newest first (RFC 2018 §4)
+	nSACKHist uint8
 }
 
 // rcvBufBytes is what a buffer of n bytes costs with its range table.
@@ -81,43 +85,44 @@ func (l *tcpLayer) rcvBuf(c *tcpConn, end seqnum) bool {
 		pool = &l.rbufs // a full one pooled costs nothing more
 	}
 	if n := len(*pool); n > 0 {
-		c.rb, c.ooo = (*pool)[n-1].data, (*pool)[n-1].ooo[:0]
+		c.rcvBuffer = (*pool)[n-1]
+		(*pool)[n-1] = nil
 		*pool = (*pool)[:n-1]
 	} else if l.rbufsMade < l.cfg.RcvBufs {
 		if b := l.cfg.Budget; b != nil && !b.TryTake(rcvBufBytes(size)) {
 			l.stats.MemRcvBufRefused++
 			return false
 		}
-		c.rb = make([]byte, size)
-		c.ooo = make([]tcpRange, 0, oooRanges(size))
+		c.rcvBuffer = &rcvBuffer{rb: make([]byte, size), ooo: make([]tcpRange, 0, oooRanges(size))}
 		l.rbufsMade++
 		l.rbufBytes += rcvBufBytes(size)
 	} else {
 		return false
 	}
-	c.rbHead = 0
 	return true
 }
 
 // freeRcvBuf takes c's buffer back: into its pool, or dropped (and given
 // back to the budget) under pressure.
 func (l *tcpLayer) freeRcvBuf(c *tcpConn) {
-	if c.rb != nil {
-		switch {
-		case l.cfg.Budget != nil && l.cfg.Budget.Pressure():
-			n := rcvBufBytes(len(c.rb))
-			l.cfg.Budget.Give(n)
-			l.rbufBytes -= n
-			l.rbufsMade--
-			l.stats.MemRcvBufDropped++
-		case len(c.rb) == l.cfg.RcvBuf:
-			l.rbufs = append(l.rbufs, rcvBuffer{c.rb, c.ooo[:0]})
-		default:
-			l.rbufsSmall = append(l.rbufsSmall, rcvBuffer{c.rb, c.ooo[:0]})
-		}
-		c.rb = nil
+	b := c.rcvBuffer
+	if b.rb == nil {
+		return
 	}
-	c.ooo, c.nSACKHist = nil, 0
+	c.rcvBuffer = &l.noRcvBuf
+	*b = rcvBuffer{rb: b.rb, ooo: b.ooo[:0]}
+	switch {
+	case l.cfg.Budget != nil && l.cfg.Budget.Pressure():
+		n := rcvBufBytes(len(b.rb))
+		l.cfg.Budget.Give(n)
+		l.rbufBytes -= n
+		l.rbufsMade--
+		l.stats.MemRcvBufDropped++
+	case len(b.rb) == l.cfg.RcvBuf:
+		l.rbufs = append(l.rbufs, b)
+	default:
+		l.rbufsSmall = append(l.rbufsSmall, b)
+	}
 }
 
 // memSYN reports whether a SYN may take SYN-RECEIVED state: under pressure

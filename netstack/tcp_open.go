@@ -86,7 +86,7 @@ func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
 	// <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>"
 	c.iss = l.sec.isnFor(k, l.now)
 	c.sndUna, c.sndNxt, c.sndMax, c.recover = c.iss, c.iss, c.iss, c.iss
-	c.tsOff = uint32(c.iss) * 2654435761
+	c.tsOff = l.sec.tsOffFor(k)
 	l.sendSyn(c, true)
 	l.schedule(c)
 }

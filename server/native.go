@@ -154,15 +154,12 @@ type nativeConn struct {
 	hc  *httpd.Conn        // nil when free
 	h   netstack.TCPHandle // the connection, while hc is set
 
-	tls    *tlsConn  // nil: cleartext
-	outv   [1][]byte // Output's answer for TLS
-	now    time.Time // the latest time TCP gave (TLS's Advance has none)
-	broken bool      // TLS failed: FIN after the alert
+	tls *nativeTLS // nil: cleartext
 }
 
 func (c *nativeConn) Feed(p []byte, now time.Time) int {
 	if c.tls != nil {
-		c.now = now
+		c.tls.now = now
 		return c.tlsFeed(p, now)
 	}
 	return c.hc.Feed(p, now)
@@ -185,7 +182,7 @@ func (c *nativeConn) Advance(n int) {
 
 func (c *nativeConn) PeerClosed(now time.Time) {
 	if c.tls != nil {
-		c.now = now
+		c.tls.now = now
 		c.tlsPeerClosed(now)
 		return
 	}
@@ -206,8 +203,8 @@ func (c *nativeConn) Wake(now time.Time) {
 	if c.hc == nil {
 		return
 	}
-	if c.tls != nil && c.tls.est && !c.broken {
-		c.now = now
+	if c.tls != nil && c.tls.est && !c.tls.broken {
+		c.tls.now = now
 		if err := c.tls.pump(c.hc, now); err != nil {
 			c.tlsFailed(err)
 		}
@@ -329,9 +326,8 @@ func (n *Native) accept(remote netip.AddrPort, h netstack.TCPHandle, tls bool, n
 	c.hc = n.srv.NewConn(remote, now)
 	c.hc.SetWaker(c)
 	c.h = h
-	c.now = now
 	if tls {
-		c.tls = n.tls.start(c, -1)
+		c.tls = &nativeTLS{tlsConn: n.tls.start(c, -1), now: now}
 	}
 	n.open++
 	n.stats.Accepted++
@@ -345,7 +341,7 @@ func (n *Native) release(c *nativeConn, now time.Time) {
 	}
 	if c.tls != nil {
 		c.tls.release()
-		c.tls, c.outv[0], c.broken = nil, nil, false
+		c.tls = nil
 	}
 	n.srv.Release(c.hc)
 	c.hc, c.h = nil, netstack.TCPHandle{}

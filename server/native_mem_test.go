@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -25,6 +27,8 @@ import (
 //	B/conn-idle      heap per open connection, idle
 //	B/conn-inflight  heap per connection with a request in flight
 //	B/conn-reserved  heap TCP reserves per connection of MaxConns
+//	B/conn-rss       the process's resident memory per open connection, idle
+//	                 (the heap with the runtime's overhead on it)
 //
 //	go test ./server -run '^$' -bench NativeConnMemory -benchtime 10000x
 func BenchmarkNativeConnMemory(b *testing.B) {
@@ -43,7 +47,7 @@ func BenchmarkNativeConnMemory(b *testing.B) {
 			}
 		}
 	}
-	before := heap()
+	before, rss0 := heap(), rss(b)
 	inClientNS(b, nt, func() {
 		for range n {
 			fd, err := dialRaw(nt.Addr)
@@ -54,7 +58,7 @@ func BenchmarkNativeConnMemory(b *testing.B) {
 		}
 	})
 	waitOpen(uint64(n))
-	idle := heap()
+	idle, rss1 := heap(), rss(b)
 	segs := nt.total("tcp.in_segs")
 	line := []byte("GET /f1.txt HTTP/1.1\r\nHost: x\r\n") // no blank line: the request stays in flight
 	for _, fd := range fds {
@@ -71,6 +75,7 @@ func BenchmarkNativeConnMemory(b *testing.B) {
 	b.ReportMetric(float64(idle-before)/float64(n), "B/conn-idle")
 	b.ReportMetric(float64(busy-before)/float64(n), "B/conn-inflight")
 	b.ReportMetric(reservedPerConn(b, 1<<16), "B/conn-reserved")
+	b.ReportMetric((float64(rss1)-float64(rss0))/float64(n), "B/conn-rss")
 	b.Logf("%d connections: heap %d -> %d idle -> %d in flight", n, before, idle, busy)
 }
 
@@ -80,6 +85,22 @@ func heap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// rss is the process's resident memory in bytes (/proc/self/statm), after
+// the runtime gave back what it holds free, so that pages earlier runs
+// left do not count.
+func rss(b *testing.B) uint64 {
+	debug.FreeOSMemory()
+	statm, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size, resident uint64
+	if _, err := fmt.Sscan(string(statm), &size, &resident); err != nil {
+		b.Fatalf("/proc/self/statm: %v", err)
+	}
+	return resident * uint64(os.Getpagesize())
 }
 
 // reservedPerConn is the heap a stack's TCP takes at EnableTCP for

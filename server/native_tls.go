@@ -14,15 +14,24 @@ import (
 // into httpd and Output is the ciphertext of httpd's responses, kept until
 // acknowledged. The nativeConn methods branch here when c.tls is set.
 
+// nativeTLS is the TLS side of a nativeConn, made with its tlsConn: a
+// cleartext connection carries none of it.
+type nativeTLS struct {
+	*tlsConn
+	outv   [1][]byte // Output's answer
+	now    time.Time // the latest time TCP gave (Advance has none)
+	broken bool      // TLS failed: FIN after the alert
+}
+
 // tlsFeed is Feed for a TLS connection.
 func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
 	t := c.tls
-	if c.broken || (!t.est && t.failed()) {
+	if c.tls.broken || (!t.est && t.failed()) {
 		return len(p) // the connection is ending: discard
 	}
 	if !t.est {
 		if !t.feedHandshake(p) {
-			c.broken = true
+			c.tls.broken = true
 		}
 		return len(p)
 	}
@@ -32,7 +41,7 @@ func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
 		return len(p)
 	}
 	if err := t.encrypt(c.hc); err != nil {
-		c.broken = true
+		c.tls.broken = true
 	}
 	if c.hc.Closing() {
 		return len(p)
@@ -45,7 +54,7 @@ func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
 // the connection: the alert crypto/tls queued goes out, then FIN.
 func (c *nativeConn) tlsFailed(err error) {
 	if err != io.EOF {
-		c.broken = true
+		c.tls.broken = true
 		return
 	}
 	c.tls.encrypt(c.hc)
@@ -58,8 +67,8 @@ func (c *nativeConn) tlsOutput() [][]byte {
 	if len(p) == 0 {
 		return nil
 	}
-	c.outv[0] = p
-	return c.outv[:]
+	c.tls.outv[0] = p
+	return c.tls.outv[:]
 }
 
 // tlsAdvance is Advance for a TLS connection: the acknowledged ciphertext
@@ -67,8 +76,8 @@ func (c *nativeConn) tlsOutput() [][]byte {
 func (c *nativeConn) tlsAdvance(n int) {
 	t := c.tls
 	t.sent(n)
-	if t.est && !c.broken {
-		if err := t.pump(c.hc, c.now); err != nil {
+	if t.est && !c.tls.broken {
+		if err := t.pump(c.hc, c.tls.now); err != nil {
 			c.tlsFailed(err)
 		}
 	}
@@ -79,7 +88,7 @@ func (c *nativeConn) tlsAdvance(n int) {
 // failed or that a drain cuts short.
 func (c *nativeConn) tlsClosing() bool {
 	t := c.tls
-	if c.broken {
+	if c.tls.broken {
 		return true
 	}
 	if !t.est {
@@ -95,7 +104,7 @@ func (c *nativeConn) tlsPeerClosed(now time.Time) {
 		t.peerClosed()
 		return
 	}
-	if c.broken {
+	if c.tls.broken {
 		return
 	}
 	// crypto/tls tells a close at a record boundary from a truncated record.
@@ -106,7 +115,7 @@ func (c *nativeConn) tlsPeerClosed(now time.Time) {
 	}
 	c.hc.PeerClosed(now)
 	if err := t.encrypt(c.hc); err != nil {
-		c.broken = true
+		c.tls.broken = true
 	}
 }
 
@@ -129,7 +138,7 @@ func (c *nativeConn) tlsReady(now time.Time) {
 // tlsDrain: the shard drains; close_notify follows the last response.
 func (c *nativeConn) tlsDrain() {
 	t := c.tls
-	if t.est && !c.broken {
+	if t.est && !c.tls.broken {
 		t.finish = true
 		t.encrypt(c.hc)
 	}

@@ -47,6 +47,7 @@ type acct struct {
 	lag  *hdrhistogram.Histogram // --rate: send time minus intended send time, ns
 	conn *hdrhistogram.Histogram // connect start to established, ns
 	cnt  Counters
+	tls  tlsCounts // --tls on the native client
 	pub  published
 
 	now         int64 // ns since epoch: the loop's time for the current callback

@@ -1,7 +1,6 @@
 package wreck
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -75,51 +74,67 @@ const maxConns = 1 << 20
 // when Config.CheckSeq is set: 16 lower-case hex digits, echoed by the server.
 const seqHeader = "x-wreck-seq"
 
-// validate checks c and says which flag is wrong and how to fix it.
+// A ConfigError is a Config that cannot run: Field names the setting at
+// fault as Config spells it ("Conns", "TLS.CA"), and Reason says why and
+// how to fix it, naming other settings the same way. A command that set
+// the fields from flags puts its flags' names in their place.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
+
+// badField is a ConfigError.
+func badField(field, format string, a ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, a...)}
+}
+
+// validate checks c and says which setting is wrong and how to fix it.
 func (c *Config) validate() error {
 	switch {
 	case c.Server == "":
-		return errors.New("--server is required: give the server as host:port")
+		return badField("Server", "required: give the server as host:port")
 	case c.SMP < 1:
-		return fmt.Errorf("--smp %d: need at least 1 shard", c.SMP)
+		return badField("SMP", "%d: need at least 1 shard", c.SMP)
 	case c.Conns > maxConns:
-		return fmt.Errorf("--conn %d: at most %d", c.Conns, maxConns)
+		return badField("Conns", "%d: at most %d", c.Conns, maxConns)
 	case c.Conns < c.SMP:
-		return fmt.Errorf("--conn %d is less than --smp %d: each shard needs a connection; raise --conn or lower --smp", c.Conns, c.SMP)
+		return badField("Conns", "%d is less than SMP %d: each shard needs a connection; raise Conns or lower SMP", c.Conns, c.SMP)
 	case c.Duration <= 0:
-		return fmt.Errorf("--duration %v: must be positive", c.Duration)
+		return badField("Duration", "%v: must be positive", c.Duration)
 	case c.Reqs < 0:
-		return fmt.Errorf("--reqs %d: must be 0 (no cap) or positive", c.Reqs)
+		return badField("Reqs", "%d: must be 0 (no cap) or positive", c.Reqs)
 	case c.Reqs > 0 && c.Reqs < int64(c.SMP):
-		return fmt.Errorf("--reqs %d is less than --smp %d: lower --smp", c.Reqs, c.SMP)
+		return badField("Reqs", "%d is less than SMP %d: lower SMP", c.Reqs, c.SMP)
 	case c.Pipeline < 1 || c.Pipeline > 1024:
-		return fmt.Errorf("--pipeline %d: must be 1..1024", c.Pipeline)
+		return badField("Pipeline", "%d: must be 1..1024", c.Pipeline)
 	case !c.KeepAlive && c.Pipeline > 1:
-		return errors.New("--pipeline needs keep-alive: drop --keepalive=false or use --pipeline 1")
+		return badField("Pipeline", "needs KeepAlive: set KeepAlive or Pipeline 1")
 	case c.Rate < 0:
-		return fmt.Errorf("--rate %v: must be 0 (closed loop) or positive", c.Rate)
+		return badField("Rate", "%v: must be 0 (closed loop) or positive", c.Rate)
 	case c.ConnectRate < 0:
-		return fmt.Errorf("--connect-rate %v: must be 0 (unpaced) or positive", c.ConnectRate)
+		return badField("ConnectRate", "%v: must be 0 (unpaced) or positive", c.ConnectRate)
 	case c.ConnectRate > 0 && !c.KeepAlive:
-		return errors.New("--connect-rate paces keep-alive connections: one connection per request is paced by --rate")
+		return badField("ConnectRate", "paces connections kept alive (KeepAlive): one connection per request is paced by Rate")
 	case c.Timeout <= 0:
-		return fmt.Errorf("--timeout %v: must be positive", c.Timeout)
+		return badField("Timeout", "%v: must be positive", c.Timeout)
 	case !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \r\n\t"):
-		return fmt.Errorf("--path %q: must start with / and hold no spaces or line breaks", c.Path)
+		return badField("Path", "%q: must start with / and hold no spaces or line breaks", c.Path)
 	case c.MaxHead < 0:
-		return fmt.Errorf("max head %d: must not be negative", c.MaxHead)
+		return badField("MaxHead", "%d: must not be negative", c.MaxHead)
 	}
 	for _, h := range c.Headers {
 		i := strings.IndexByte(h, ':')
 		if i <= 0 || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(h[:i], " \t") {
-			return fmt.Errorf("--header %q: want \"Name: value\" on one line", h)
+			return badField("Headers", "%q: want \"Name: value\" on one line", h)
 		}
 	}
 	if len(c.CPUSet) > 0 {
 		allowed := processCPUs()
 		for _, cpu := range c.CPUSet {
 			if !slices.Contains(allowed, cpu) {
-				return fmt.Errorf("--cpuset: CPU %d is not available to this process (allowed: %v)", cpu, allowed)
+				return badField("CPUSet", "CPU %d is not available to this process (allowed: %v)", cpu, allowed)
 			}
 		}
 	}
@@ -134,12 +149,12 @@ func (c *Config) validate() error {
 	}
 	if !c.Native.Enabled {
 		if err := checkFileLimit(uint64(c.Conns) + fileSlack); err != nil {
-			return fmt.Errorf("--conn %d: %w: lower --conn, raise the hard limit, or use --network-stack native (no descriptor a connection)", c.Conns, err)
+			return badField("Conns", "%d: %v: lower Conns, raise the hard limit, or use Native.Enabled (no descriptor a connection)", c.Conns, err)
 		}
 	}
 	host, port, err := net.SplitHostPort(c.Server)
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("--server %q: want host:port, e.g. 127.0.0.1:8080", c.Server)
+		return badField("Server", "%q: want host:port, e.g. 127.0.0.1:8080", c.Server)
 	}
 	return nil
 }
@@ -188,7 +203,7 @@ func resolve(server string) (unix.Sockaddr, int, error) {
 	p, _ := strconv.Atoi(port)
 	ips, err := net.LookupIP(host)
 	if err != nil || len(ips) == 0 {
-		return nil, 0, fmt.Errorf("--server %q: cannot resolve host: %v", server, err)
+		return nil, 0, badField("Server", "%q: cannot resolve host: %v", server, err)
 	}
 	for _, ip := range ips {
 		if ip4 := ip.To4(); ip4 != nil {

@@ -7,6 +7,7 @@ const (
 	cIdle       cstate = iota // no socket; ready to connect
 	cWait                     // no socket; backing off after a connect error until wakeAt
 	cConnecting               // socket connecting (EINPROGRESS)
+	cHandshake                // native, --tls: connected, the TLS handshake under way
 	cOpen                     // connected: requests flow
 	cDraining                 // one-shot mode: response done, waiting for the server's FIN
 )

@@ -111,15 +111,19 @@ func printUsage(w io.Writer) {
 }
 
 // Main is the wreck command: it returns the exit status (2 for bad flags,
-// 1 when the run could not start).
-func Main(args []string, stdout, stderr io.Writer) int {
+// 1 when the run could not start). hint rewrites an error for the command
+// line, a ConfigError's settings as the flags that set them (nil: as is).
+func Main(args []string, stdout, stderr io.Writer, hint func(error) error) int {
+	if hint == nil {
+		hint = func(err error) error { return err }
+	}
 	cfg, jsonOut, err := ParseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		printUsage(stderr)
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "wreck: %v\n", err)
+		fmt.Fprintf(stderr, "wreck: %v\n", hint(err))
 		return 2
 	}
 	stop := make(chan struct{})
@@ -139,7 +143,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.Progress = stderr
 	res, err := Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "wreck: %v\n", err)
+		fmt.Fprintf(stderr, "wreck: %v\n", hint(err))
 		return 1
 	}
 	if jsonOut {

@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"bytes"
+	"crypto/tls"
 	"net/netip"
 	"time"
 
@@ -49,6 +50,11 @@ type nclient struct {
 	seqOff            int
 	reqLen            int
 
+	// --tls (native_tls.go): the shard's mailbox for the handshakes, and
+	// the configuration they start from; nil: cleartext.
+	box   *tlsBox
+	tconf *tls.Config
+
 	nowT time.Time // the stack's time of this step
 }
 
@@ -93,6 +99,11 @@ type nconn struct {
 
 	seqSent, seqWant uint64
 	since, wakeAt    int64
+
+	// --tls: the connection's TLS (nil before its handshake starts), and
+	// the slot's own configuration when it resumes sessions (its ticket).
+	tls   *shardTLS
+	tconf *tls.Config
 }
 
 // newNClient builds conns connections to dst:port, the shard's or, on a
@@ -329,6 +340,10 @@ func (c *nclient) unlistConnecting() {
 // connected starts the request flow on a fresh connection.
 func (c *nclient) connected(nc *nconn) {
 	s := c.acct
+	if c.box != nil && nc.tls == nil {
+		c.startTLS(nc)
+		return
+	}
 	nc.state = cOpen
 	s.recordConnect(nc.since)
 	nc.p.reset()
@@ -382,14 +397,18 @@ func (c *nclient) fill(nc *nconn) {
 // write appends k prebuilt requests (stamped with sequence numbers if
 // asked) to the connection's output.
 func (c *nclient) write(nc *nconn, k int) {
-	at := (nc.una + nc.pend) % len(nc.req)
-	if c.seqOff >= 0 {
-		for i := range k {
-			stampSeq(nc.req[(at+i*c.reqLen)%len(nc.req)+c.seqOff:], nc.seqSent)
-			nc.seqSent++
+	if nc.tls != nil {
+		c.writeTLS(nc, k)
+	} else {
+		at := (nc.una + nc.pend) % len(nc.req)
+		if c.seqOff >= 0 {
+			for i := range k {
+				stampSeq(nc.req[(at+i*c.reqLen)%len(nc.req)+c.seqOff:], nc.seqSent)
+				nc.seqSent++
+			}
 		}
+		nc.pend += k * c.reqLen
 	}
-	nc.pend += k * c.reqLen
 	if !c.inStack {
 		c.stack.WakeTCP(nc.h)
 		c.woke = true
@@ -399,6 +418,9 @@ func (c *nclient) write(nc *nconn, k int) {
 // Output implements netstack.TCPApp: the unacknowledged request bytes, in
 // one slice or, wrapping around the ring, two.
 func (nc *nconn) Output() [][]byte {
+	if nc.tls != nil {
+		return nc.tlsOutput()
+	}
 	if nc.pend == 0 {
 		return nc.outv[:0]
 	}
@@ -413,6 +435,10 @@ func (nc *nconn) Output() [][]byte {
 
 // Advance implements netstack.TCPApp.
 func (nc *nconn) Advance(n int) {
+	if nc.tls != nil {
+		nc.tls.sent(n) // requests go out whole when written (closed loop only)
+		return
+	}
 	nc.una = (nc.una + n) % len(nc.req)
 	nc.pend -= n
 	if nc.pend == 0 {
@@ -429,14 +455,24 @@ func (nc *nconn) Advance(n int) {
 // Closing implements netstack.TCPApp.
 func (nc *nconn) Closing() bool { return nc.closing }
 
-// Feed implements netstack.TCPApp: parse responses in place; an incomplete
-// header section (or chunk line) is carried to the next call. It takes every
-// byte: a failed slot drops them.
+// Feed implements netstack.TCPApp: parse responses in place (decrypted
+// first under --tls); an incomplete header section (or chunk line) is
+// carried to the next call. It takes every byte: a failed slot drops them.
 func (nc *nconn) Feed(p []byte, now time.Time) int {
+	if nc.tls != nil {
+		nc.feedTLS(p)
+		return len(p)
+	}
+	nc.feedPlain(p)
+	return len(p)
+}
+
+// feedPlain parses the responses in p.
+func (nc *nconn) feedPlain(p []byte) {
 	c := nc.cl
 	c.acct.cnt.Bytes += uint64(len(p))
 	if nc.failed || (nc.state != cOpen && nc.state != cDraining) {
-		return len(p)
+		return
 	}
 	off := 0
 	for len(nc.carry) > 0 && off < len(p) {
@@ -445,12 +481,12 @@ func (nc *nconn) Feed(p []byte, now time.Time) int {
 		if k == 0 { // cannot happen: the parser reports a head over maxHead as oversized
 			c.acct.cnt.Oversized++
 			c.fail(nc, errMalformed)
-			return len(p)
+			return
 		}
 		nc.carry = append(nc.carry, p[off:off+k]...)
 		m, ok := c.parse(nc, nc.carry, true)
 		if !ok {
-			return len(p)
+			return
 		}
 		if m < old {
 			// Still incomplete: every byte appended is in the carry.
@@ -464,7 +500,6 @@ func (nc *nconn) Feed(p []byte, now time.Time) int {
 	if off < len(p) {
 		c.parse(nc, p[off:], false)
 	}
-	return len(p)
 }
 
 // parse runs the parser over data and reports how much it consumed and
@@ -560,9 +595,14 @@ func (c *nclient) complete(nc *nconn) bool {
 // before it was fed.
 func (nc *nconn) PeerClosed(now time.Time) {
 	c := nc.cl
+	if nc.tls != nil {
+		nc.tls.peerClosed()
+	}
 	switch {
 	case nc.failed:
 		return // its reset is queued
+	case nc.state == cHandshake:
+		return // the handshake fails: its helper reports
 	case nc.state == cDraining:
 	case nc.p.st == psUntilClose && nc.n > 0:
 		nc.p.st = psHead
@@ -580,6 +620,9 @@ func (nc *nconn) PeerClosed(now time.Time) {
 func (c *nclient) closeSlot(nc *nconn) {
 	if nc.closing {
 		return
+	}
+	if nc.tls != nil {
+		nc.tls.closeNotify()
 	}
 	nc.closing = true
 	nc.since = c.acct.now
@@ -626,7 +669,7 @@ func (c *nclient) released(nc *nconn) {
 	nc.live = false
 	switch {
 	case nc.failed, nc.closing, nc.state == cDraining:
-	case nc.state == cConnecting:
+	case nc.state == cConnecting || nc.state == cHandshake:
 		c.connectFailed(nc)
 		return
 	case nc.n > 0 || nc.p.midResponse(len(nc.carry)):
@@ -650,6 +693,10 @@ func (c *nclient) drop(nc *nconn) {
 	nc.head, nc.una, nc.pend = 0, 0, 0
 	nc.carry = nc.carry[:0]
 	nc.closing, nc.failed = false, false
+	if nc.tls != nil {
+		nc.tls.release() // a handshake in progress fails; its helper ends
+		nc.tls = nil
+	}
 }
 
 func (c *nclient) queueRetry(nc *nconn) {
@@ -676,6 +723,9 @@ func (c *nclient) tick() {
 			}
 		case !nc.live || nc.failed:
 		case nc.state == cConnecting && s.now-nc.since > timeout:
+			c.stack.AbortTCP(c.nowT, c.link, nc.h) // released: counted as a failed connect
+		case nc.state == cHandshake && s.now-nc.since > timeout:
+			s.tls.failed++
 			c.stack.AbortTCP(c.nowT, c.link, nc.h) // released: counted as a failed connect
 		case nc.state == cOpen && nc.n > 0 && s.now-nc.sent[nc.head] > timeout:
 			c.fail(nc, errTimeout)

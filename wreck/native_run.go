@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,8 +28,19 @@ import (
 // shows (nicSpread).
 func runNative(cfg Config) (*Result, error) {
 	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
-	return runNativeApps(cfg, func(a *acct, slots, _, _ int, dst netstack.IPv4Addr, port uint16) nApp {
-		return newNClient(a, slots, dst, port, req, seqOff)
+	var tconf *tls.Config
+	if cfg.TLS.Enabled {
+		var err error
+		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
+	return runNativeApps(cfg, tconf != nil, func(a *acct, slots, _, _ int, dst netstack.IPv4Addr, port uint16, box *tlsBox) nApp {
+		c := newNClient(a, slots, dst, port, req, seqOff)
+		if box != nil {
+			c.useTLS(box, tconf)
+		}
+		return c
 	})
 }
 
@@ -43,13 +55,14 @@ type nApp interface {
 }
 
 // newNApp makes the connections of shard a's j-th stack: slots of them,
-// after the off that the shard's stacks before it hold, to dst:port. Called
-// on the shard's thread, once per stack.
-type newNApp func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16) nApp
+// after the off that the shard's stacks before it hold, to dst:port; box is
+// the shard's TLS handshakes' mailbox (nil: cleartext). Called on the
+// shard's thread, once per stack.
+type newNApp func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16, box *tlsBox) nApp
 
 // runNativeApps is runNative with the connections newApp makes on each
-// stack.
-func runNativeApps(cfg Config, newApp newNApp) (*Result, error) {
+// stack; withTLS gives each shard a TLS handshakes' mailbox.
+func runNativeApps(cfg Config, withTLS bool, newApp newNApp) (*Result, error) {
 	n := &cfg.Native
 	server, _ := serverAddr(cfg.Server) // checked by validate
 	logf := func(string, ...any) {}
@@ -84,7 +97,7 @@ func runNativeApps(cfg Config, newApp newNApp) (*Result, error) {
 	r := newRun(&cfg)
 	shards := make([]*nshard, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		d, err := newNShard(sh, dev, a, rss, server, newApp, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID))
+		d, err := newNShard(sh, dev, a, rss, server, newApp, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID), withTLS)
 		shards[sh.ID] = d
 		return err
 	})
@@ -128,6 +141,7 @@ type nshard struct {
 	id   int
 	acct *acct
 	qs   []*nqueue
+	box  *tlsBox // --tls: the handshakes' mailbox; nil: cleartext
 }
 
 // nqueue is one of a shard's stacks and the connections on it.
@@ -145,12 +159,19 @@ type nqueue struct {
 // newNShard runs on shard sh's thread: a stack on each of its queues of
 // dev (entering the interface's namespace), a's connections (newApp's)
 // dealt over them, to server. Each stack filters its source ports so that
-// the NIC puts their replies on its queue (rss, stackPorts).
-func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, newApp newNApp, seed uint64) (*nshard, error) {
+// the NIC puts their replies on its queue (rss, stackPorts). withTLS: the
+// shard gets a TLS handshakes' mailbox, for HTTPS.
+func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, newApp newNApp, seed uint64, withTLS bool) (*nshard, error) {
 	n := &a.cfg.Native
 	d := &nshard{id: sh.ID, acct: a}
 	sh.AddStopper(d) // closes the stacks opened so far, should one fail
 	a.attach(sh, d.tick)
+	if withTLS {
+		var err error
+		if d.box, err = newTLSBox(sh); err != nil {
+			return d, fmt.Errorf("shard %d: tls: %w", d.id, err)
+		}
+	}
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
 	rxqs := shardQueues(dev, d.id)
 	k, off := len(rxqs), 0
@@ -163,7 +184,7 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 		if err := forwarded(dev, d.id, server, n, &tc); err != nil {
 			return d, err
 		}
-		nq := &nqueue{rxq: rxq, cl: newApp(a, slots, j, off, dst, server.Port())}
+		nq := &nqueue{rxq: rxq, cl: newApp(a, slots, j, off, dst, server.Port(), d.box)}
 		off += slots
 		var err error
 		if nq.q, err = openQueue(dev, d.id, rxq, native.QueueConfig{TCP: tc, App: nq.cl}); err != nil {
@@ -216,6 +237,9 @@ func (d *nshard) Close() {
 		nq.xskStats = nq.q.XSKStats()
 		nq.q.Close()
 		nq.q = nil
+	}
+	if d.box != nil {
+		d.box.close() // after the resets: every handshake's helper ends
 	}
 }
 

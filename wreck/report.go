@@ -136,6 +136,17 @@ func (r *run) result() *Result {
 	res.Errors = errorCounts(&total)
 	res.Latency = latency(hist)
 	res.Connect = latency(conn)
+	if cfg.TLS.Enabled { // native: a connect is counted once its handshake is done
+		res.TLS = &TLSResult{Handshake: res.Connect}
+		for _, s := range r.accts {
+			res.TLS.Handshakes += s.tls.handshakes
+			res.TLS.Resumed += s.tls.resumed
+			res.TLS.HandshakeErrors += s.tls.failed
+		}
+		if res.Seconds > 0 {
+			res.TLS.HandshakesPerS = float64(res.TLS.Handshakes) / res.Seconds
+		}
+	}
 	if lag != nil {
 		l := latency(lag)
 		res.SendLag = &l

@@ -279,7 +279,7 @@ func TestRunRateLatencyFromIntendedTime(t *testing.T) {
 func TestMainJSON(t *testing.T) {
 	srv := newTestServer(t, goodServer(false))
 	var out, errOut bytes.Buffer
-	code := Main([]string{"--server", srv.addr(), "--conn", "2", "--reqs", "100", "--duration", "30s", "--json"}, &out, &errOut)
+	code := Main([]string{"--server", srv.addr(), "--conn", "2", "--reqs", "100", "--duration", "30s", "--json"}, &out, &errOut, nil)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
@@ -295,7 +295,7 @@ func TestMainJSON(t *testing.T) {
 func TestMainText(t *testing.T) {
 	srv := newTestServer(t, goodServer(false))
 	var out, errOut bytes.Buffer
-	if code := Main([]string{"--server", srv.addr(), "--conn", "1", "--reqs", "10"}, &out, &errOut); code != 0 {
+	if code := Main([]string{"--server", srv.addr(), "--conn", "1", "--reqs", "10"}, &out, &errOut, nil); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "10 requests in") || !strings.Contains(out.String(), "Requests/sec:") {
@@ -322,7 +322,7 @@ func TestMainBadFlags(t *testing.T) {
 		{"--server", "x:1", "--conn", "100000000"},
 	} {
 		var out, errOut bytes.Buffer
-		code := Main(args, &out, &errOut)
+		code := Main(args, &out, &errOut, nil)
 		lines := strings.Count(errOut.String(), "\n")
 		if code != 2 || lines != 1 || !strings.HasPrefix(errOut.String(), "wreck: ") || out.Len() != 0 {
 			t.Errorf("%q: exit %d, stderr %q: want exit 2 and one line", args, code, errOut.String())

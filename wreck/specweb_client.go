@@ -4,6 +4,7 @@ package wreck
 // nonblocking socket per user on the shard's epoll.
 
 import (
+	"crypto/tls"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,12 @@ type swclient struct {
 
 	rbuf   []byte
 	closed bool
+
+	// --tls (specweb_tls.go): the handshakes' mailbox (nil: cleartext),
+	// their configuration, and the buffer ciphertext is read into.
+	box   *tlsBox
+	tconf *tls.Config
+	cbuf  []byte
 }
 
 // newSwClient builds a's users on sh; user i has id fileset.FirstUser +
@@ -30,6 +37,9 @@ type swclient struct {
 func newSwClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, dirs, users, first int) *swclient {
 	s := &swclient{sh: sh, sa: ownSockaddr(sa), family: family, rbuf: make([]byte, readBuf)}
 	s.swUsers = newSwUsers(a, s, a.slots, dirs, users, first, uint64(a.id))
+	for i := range s.users {
+		s.users[i].sw = s
+	}
 	if sh != nil {
 		s.src = sh.AddSource(s)
 		sh.AddPoller(s)
@@ -69,7 +79,12 @@ func (s *swclient) Drain(now time.Time) { s.setNow(now); s.end() }
 func (s *swclient) Drained() bool { return true }
 
 // Close implements shard.Stopper.
-func (s *swclient) Close() { s.closeAll() }
+func (s *swclient) Close() {
+	s.closeAll()
+	if s.box != nil {
+		s.box.close() // every handshake's helper ends
+	}
+}
 
 func (s *swclient) closeAll() {
 	if s.closed {
@@ -109,8 +124,24 @@ func (s *swclient) connect(u *swUser) {
 	}
 }
 
+// connected starts a connected user's TLS handshake (--tls), or, once it
+// is done or without TLS, its request.
+func (s *swclient) connected(u *swUser) {
+	if s.box != nil && u.tls == nil {
+		s.startTLS(u)
+		return
+	}
+	s.swUsers.connected(u)
+}
+
 // write implements swTransport.
-func (s *swclient) write(u *swUser) { s.flush(u) }
+func (s *swclient) write(u *swUser) {
+	if u.tls != nil {
+		s.sendTLS(u)
+		return
+	}
+	s.flush(u)
+}
 
 // hangUp implements swTransport.
 func (s *swclient) hangUp(u *swUser) { s.closeFd(u) }
@@ -153,13 +184,19 @@ func (s *swclient) event(u *swUser, ev uint32) {
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		s.readable(u, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 	}
-	if u.gen == gen && u.fd >= 0 && u.state == cOpen && ev&unix.EPOLLOUT != 0 && u.inFlight && u.wpos < len(u.req) {
+	if u.gen == gen && u.fd >= 0 && ev&unix.EPOLLOUT != 0 && u.tls != nil {
+		s.flushTLS(u)
+	} else if u.gen == gen && u.fd >= 0 && u.state == cOpen && ev&unix.EPOLLOUT != 0 && u.inFlight && u.wpos < len(u.req) {
 		s.flush(u)
 	}
 }
 
 // readable reads and parses until the socket is drained or closed.
 func (s *swclient) readable(u *swUser, hup bool) {
+	if u.tls != nil {
+		s.readableTLS(u, hup)
+		return
+	}
 	gen := u.gen
 	for u.gen == gen && u.fd >= 0 {
 		k := copy(s.rbuf, u.carry)
@@ -196,4 +233,8 @@ func (s *swclient) closeFd(u *swUser) {
 		u.fd = -1
 	}
 	u.carry = u.carry[:0]
+	if u.tls != nil {
+		u.tls.release()
+		u.tls = nil
+	}
 }

@@ -2,6 +2,7 @@ package wreck
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -40,7 +41,8 @@ func TestSpecwebNative(t *testing.T) {
 	})
 	t.Log(pair.Lab)
 	const conns = 20
-	startSpecweb(t, conns, "--network-stack", "native", "--iface", pair.ServerIf,
+	root, app := specwebFiles(t, conns)
+	serveSpecweb(t, app, root, "--network-stack", "native", "--iface", pair.ServerIf,
 		"--host-ipv4-addr", pair.ServerIP.String(), "--port", "80", "--cpuset", fmt.Sprint(server))
 	args := append(pair.NativeClientArgs(), "--netns", pair.ClientNS.Name,
 		"--server", pair.ServerIP.String()+":80", "--cpuset", fmt.Sprint(client), "--smp", "1",
@@ -273,4 +275,16 @@ func TestSpecwebNativeRefused(t *testing.T) {
 		t.Errorf("%d requests failed for %d connect errors", asked, a.cnt.Errors[errConnect])
 	}
 	t.Logf("%d connect errors in 100 ms", a.cnt.Errors[errConnect])
+}
+
+// TestSpecwebNativeTLS: the users speak TLS on kernel sockets only; on the
+// native stack the setting is refused, not ignored.
+func TestSpecwebNativeTLS(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Server, cfg.Workload = "198.18.0.1:443", WorkloadSpecweb99
+	cfg.Native.Enabled, cfg.TLS.Enabled = true, true
+	var ce *ConfigError
+	if err := cfg.validateWorkload(); !errors.As(err, &ce) || ce.Field != "TLS.Enabled" {
+		t.Fatalf("native SPECweb99 over TLS: %v, want a TLS.Enabled error", err)
+	}
 }

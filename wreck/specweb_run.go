@@ -1,6 +1,7 @@
 package wreck
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ func (c *Config) validateWorkload() error {
 		return fmt.Errorf("--workload %q: the only workload is %s", c.Workload, WorkloadSpecweb99)
 	}
 	switch {
+	case c.Native.Enabled && c.TLS.Enabled:
+		return badField("TLS.Enabled", "the SPECweb99 users speak TLS on kernel sockets only so far: drop Native.Enabled or TLS.Enabled")
 	case c.Pipeline != 1, c.Rate != 0, c.Reqs != 0, c.CheckSeq:
 		return errors.New("--workload specweb99 paces its own users: drop --pipeline, --rate, --reqs and --check-seq")
 	case c.Warmup < 0:
@@ -61,7 +64,7 @@ func runSpecweb(cfg Config) (*Result, error) {
 	var res *Result
 	var err error
 	if cfg.Native.Enabled {
-		res, err = runNativeApps(cfg, func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16) nApp {
+		res, err = runNativeApps(cfg, false, func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16, _ *tlsBox) nApp {
 			c := newNswClient(a, slots, dst, port, dirs, users, firstSlot(&cfg, a.id)+off, uint64(a.id+j*cfg.SMP))
 			sets[a.id] = append(sets[a.id], c.swUsers)
 			return c
@@ -103,8 +106,18 @@ func runSpecwebKernel(cfg Config, dirs, users int, sets [][]*swUsers) (*Result, 
 	}
 	cfg.Duration += cfg.Warmup // the shards' deadline
 	r := newRun(&cfg)
+	var tconf *tls.Config
+	if cfg.TLS.Enabled { // SPECweb99_SSL
+		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		sets[sh.ID] = []*swUsers{newSwClient(sh, a, sa, family, dirs, users, firstSlot(&cfg, sh.ID)).swUsers}
+		c := newSwClient(sh, a, sa, family, dirs, users, firstSlot(&cfg, sh.ID))
+		sets[sh.ID] = []*swUsers{c.swUsers}
+		if tconf != nil {
+			return c.useTLS(sh, tconf)
+		}
 		return nil
 	})
 	if err != nil {

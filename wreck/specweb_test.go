@@ -3,6 +3,7 @@ package wreck
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -312,27 +313,49 @@ func TestMain(m *testing.M) {
 
 // TestSpecwebEndToEnd generates the file set for 20 connections, serves it
 // on one shard of percore on 127.0.0.1 and runs the workload with 20 users
-// for 2 s: no errors, every answer valid, users conforming.
+// for 2 s, in clear and over TLS (SPECweb99_SSL): no errors, every answer
+// valid, users conforming.
 func TestSpecwebEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates 190 MB and runs for seconds")
 	}
 	const conns = 20
-	srv := startSpecweb(t, conns, "--address", "127.0.0.1", "--port", "0", "--smp", "1")
-	cfg := DefaultConfig()
-	cfg.Server = srv.Addr().String()
-	cfg.Conns, cfg.Workload, cfg.Seed = conns, WorkloadSpecweb99, 3
-	cfg.Warmup, cfg.Duration = 500*time.Millisecond, 2*time.Second
+	root, app := specwebFiles(t, conns)
+	t.Run("http", func(t *testing.T) { specwebRun(t, app, root, conns, nil) })
+	// SPECweb99_SSL: the same workload over TLS.
+	t.Run("https", func(t *testing.T) {
+		cert, key := writeTestCert(t, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+		specwebRun(t, app, root, conns, []string{"--tls-cert", cert, "--tls-key", key}, "--tls", "--tls-ca", cert)
+	})
+}
+
+// specwebRun serves app's file set (root) on one shard of percore on
+// 127.0.0.1 with the extra server flags, and runs the workload with conns
+// users for 2 s, with the extra wreck flags: checkSpecweb's checks, and no
+// handshake helper left.
+func specwebRun(t *testing.T, app *specweb.App, root string, conns int, serverFlags []string, wreckFlags ...string) {
+	srv := serveSpecweb(t, app, root, append([]string{"--address", "127.0.0.1", "--port", "0", "--smp", "1"}, serverFlags...)...)
+	cfg, _, err := ParseFlags(append([]string{"--server", srv.Addr().String(), "--workload", "specweb99", "--conn", fmt.Sprint(conns),
+		"--seed", "3", "--warmup", "500ms", "--duration", "2s"}, wreckFlags...))
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stacks := helpers(); stacks != "" {
+		t.Errorf("handshake helpers left after the run:\n%s", stacks)
+	}
+	if cfg.TLS.Enabled && (res.TLS == nil || res.TLS.Handshakes == 0 || res.TLS.HandshakeErrors != 0) {
+		t.Errorf("TLS: %+v, want handshakes and no failures", res.TLS)
+	}
 	checkSpecweb(t, res, conns)
 }
 
-// startSpecweb generates the file set for conns connections and serves it
-// with percore started with flags (its docroot and CGI program set here).
-func startSpecweb(t *testing.T, conns int, flags ...string) *percore.Server {
+// specwebFiles generates the file set for conns connections and loads the
+// application over it (its CGI program: this test binary).
+func specwebFiles(t *testing.T, conns int) (string, *specweb.App) {
 	t.Helper()
 	root := t.TempDir()
 	if err := specweb.Generate(root, specweb.Dirs(conns), 1, conns, nil); err != nil {
@@ -342,6 +365,13 @@ func startSpecweb(t *testing.T, conns int, flags ...string) *percore.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, app
+}
+
+// serveSpecweb serves app's file set (root) with percore started with
+// flags.
+func serveSpecweb(t *testing.T, app *specweb.App, root string, flags ...string) *percore.Server {
+	t.Helper()
 	o, err := percore.ParseFlags(append(flags, "--stats-interval", "0"))
 	if err != nil {
 		t.Fatal(err)

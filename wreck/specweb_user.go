@@ -7,6 +7,7 @@ package wreck
 // userspace stack (nswclient).
 
 import (
+	"crypto/tls"
 	"time"
 
 	"percore/shard"
@@ -28,8 +29,8 @@ type swTransport interface {
 }
 
 // swUser is one simulated user: its connection's state, its request, the
-// check of its answer and its pacing. fd and gen are the kernel
-// transport's; the native one keeps its own per user (nswConn).
+// check of its answer and its pacing. fd, gen and the TLS fields are the
+// kernel transport's; the native one keeps its own per user (nswConn).
 //
 // Owned by its shard.
 type swUser struct {
@@ -54,6 +55,13 @@ type swUser struct {
 	t0, bytes    int64 // its start and the bytes it has read
 	lineAtWarmed int64 // its line's time when the warm-up ended: see lineTime
 	timer        shard.Timer
+
+	// The kernel transport's --tls (specweb_tls.go): the connection's TLS
+	// (nil before its handshake), and the user's own configuration when it
+	// resumes.
+	sw    *swclient
+	tls   *shardTLS
+	tconf *tls.Config
 }
 
 func (u *swUser) token() uint64 { return uint64(uint32(u.idx)) | uint64(u.gen)<<32 }
@@ -161,7 +169,8 @@ func (u *swUser) kbps(from, stopped int64) float64 {
 func (s *swUsers) startMeasuring() {
 	s.measuring, s.measureT0 = true, s.now
 	s.hist.Reset()
-	s.cnt = Counters{}
+	s.cnt, s.tls = Counters{}, tlsCounts{}
+	s.conn.Reset()
 	s.kinds, s.classes = [numKinds]kindCount{}, [4]uint64{}
 	for i := range s.users {
 		s.users[i].lineAtWarmed = s.users[i].lineTime(s.now)
@@ -341,8 +350,11 @@ func (s *swUsers) tick() {
 			if u.inFlight && s.now-u.sentAt > timeout {
 				s.fail(u, errTimeout)
 			}
-		case cConnecting:
+		case cConnecting, cHandshake:
 			if s.now-u.since > timeout {
+				if u.state == cHandshake {
+					s.tls.failed++
+				}
 				s.fail(u, errConnect)
 			}
 		case cDraining:

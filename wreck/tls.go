@@ -20,10 +20,12 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// HTTPS load (--tls): each connection is a goroutine running Go's
-// crypto/tls client over a kernel socket, so the handshakes and the record
-// layer spread over the Go scheduler's threads rather than wreck's pinned
-// shards. Keep-alive mode measures requests over TLS; with
+// HTTPS load (--tls). On kernel sockets each connection is a goroutine
+// running Go's crypto/tls client over its socket, so the handshakes and the
+// record layer spread over the Go scheduler's threads rather than wreck's
+// pinned shards. On the native stack the shards drive the connections as
+// for cleartext, each handshake on a helper goroutine and the record layer
+// on the shard (native_tls.go, tls_shard.go). Keep-alive mode measures requests over TLS; with
 // --keepalive=false every request opens a connection and its handshake
 // (full ones, or resumed from the session ticket of the connection before
 // with --tls-resume): the handshake rate. Latency counts from the request's
@@ -48,7 +50,7 @@ var tlsCurves = map[string]tls.CurveID{
 
 // bindTLSFlags binds the --tls flags to c.
 func bindTLSFlags(fs *flag.FlagSet, c *TLSConfig) {
-	fs.BoolVar(&c.Enabled, "tls", false, "HTTPS over TLS 1.3 or 1.2 (kernel sockets); with --keepalive=false every request is a new handshake")
+	fs.BoolVar(&c.Enabled, "tls", false, "HTTPS over TLS 1.3 or 1.2; with --keepalive=false every request is a new handshake")
 	fs.BoolVar(&c.Insecure, "tls-insecure", false, "with --tls: do not validate the server's certificate")
 	fs.StringVar(&c.CA, "tls-ca", "", "with --tls: trust the CAs in this PEM `file` (default: the system's)")
 	fs.StringVar(&c.ServerName, "tls-server-name", "", "with --tls: the `name` to send (SNI) and verify (default: the host of --server)")
@@ -60,19 +62,15 @@ func bindTLSFlags(fs *flag.FlagSet, c *TLSConfig) {
 func (t *TLSConfig) validate(c *Config) error {
 	switch {
 	case !t.Enabled && (t.Insecure || t.CA != "" || t.ServerName != "" || t.Resume || t.Curves != ""):
-		return errors.New("--tls-insecure, --tls-ca, --tls-server-name, --tls-resume and --tls-curves need --tls")
+		return badField("TLS.Enabled", "TLS.Insecure, TLS.CA, TLS.ServerName, TLS.Resume and TLS.Curves need TLS.Enabled")
 	case !t.Enabled:
 		return nil
 	case t.Insecure && t.CA != "":
-		return errors.New("--tls-insecure skips validation: drop --tls-ca or --tls-insecure")
-	case c.Native.Enabled:
-		return errors.New("--tls runs on kernel sockets only for now: drop --network-stack native")
-	case c.Workload != "":
-		return fmt.Errorf("--tls with --workload %s is not supported yet", c.Workload)
+		return badField("TLS.Insecure", "skips validation: drop TLS.CA or TLS.Insecure")
 	case c.Rate > 0:
-		return errors.New("--tls runs closed loop only: drop --rate")
+		return badField("TLS.Enabled", "runs closed loop only: drop Rate")
 	case c.CheckSeq:
-		return errors.New("--tls does not check sequence numbers: drop --check-seq")
+		return badField("TLS.Enabled", "does not check sequence numbers: drop CheckSeq")
 	}
 	_, err := t.curves()
 	return err
@@ -87,7 +85,7 @@ func (t *TLSConfig) curves() ([]tls.CurveID, error) {
 	for _, name := range strings.Split(t.Curves, ",") {
 		id, ok := tlsCurves[strings.ToLower(strings.TrimSpace(name))]
 		if !ok {
-			return nil, fmt.Errorf("--tls-curves: unknown key exchange %q: choose from x25519, p256, p384, p521, x25519mlkem768", name)
+			return nil, badField("TLS.Curves", "unknown key exchange %q: choose from x25519, p256, p384, p521, x25519mlkem768", name)
 		}
 		ids = append(ids, id)
 	}
@@ -109,11 +107,11 @@ func (t *TLSConfig) clientConfig(server string) (*tls.Config, error) {
 	if t.CA != "" {
 		pem, err := os.ReadFile(t.CA)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, badField("TLS.CA", "%v", err)
 		}
 		conf.RootCAs = x509.NewCertPool()
 		if !conf.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %q: no PEM certificate in it", t.CA)
+			return nil, badField("TLS.CA", "%q: no PEM certificate in it", t.CA)
 		}
 	}
 	return conf, nil
@@ -168,7 +166,7 @@ func runTLS(cfg Config) (*Result, error) {
 		}()
 	}
 	if cfg.Progress != nil {
-		go r.progress(ctx, t0)
+		go r.progress(ctx, t0, ws)
 	}
 	wg.Wait()
 	return r.result(ws, time.Since(t0)), nil
@@ -176,10 +174,9 @@ func runTLS(cfg Config) (*Result, error) {
 
 // tlsRun is what the connections of a --tls run share.
 type tlsRun struct {
-	cfg       *Config
-	batch     []byte       // Pipeline requests, back to back
-	budget    int64        // requests left to start (-1: no cap); taken atomically
-	responses atomic.Int64 // for the progress line
+	cfg    *Config
+	batch  []byte // Pipeline requests, back to back
+	budget int64  // requests left to start (-1: no cap); taken atomically
 }
 
 // take claims n requests of the budget and returns how many it got.
@@ -206,16 +203,20 @@ func (r *tlsRun) giveBack(n int) {
 	}
 }
 
-func (r *tlsRun) progress(ctx context.Context, t0 time.Time) {
+// progress prints the responses of the last second, summed over ws.
+func (r *tlsRun) progress(ctx context.Context, t0 time.Time, ws []*tlsWorker) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var last int64
+	var last uint64
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			n := r.responses.Load()
+			var n uint64
+			for _, w := range ws {
+				n += w.responses.Load()
+			}
 			fmt.Fprintf(r.cfg.Progress, "wreck: %5.1fs %10d req/s (TLS)\n", now.Sub(t0).Seconds(), n-last)
 			last = n
 		}
@@ -233,6 +234,7 @@ type tlsWorker struct {
 	handshakes uint64
 	resumed    uint64
 	hsErrors   uint64
+	responses  atomic.Uint64 // cnt.Responses, for the progress line: one writer, so no contention
 }
 
 // run connects, shakes hands and sends requests until the run ends.
@@ -318,7 +320,7 @@ func (w *tlsWorker) exchange(ctx context.Context, c *tls.Conn, n int, start time
 			}
 			n--
 			w.cnt.Responses++
-			w.r.responses.Add(1)
+			w.responses.Store(w.cnt.Responses)
 			recordNs(w.hist, int64(time.Since(start)))
 			if w.p.status < 200 || w.p.status > 299 {
 				w.cnt.Errors[errNon2xx]++

@@ -116,11 +116,13 @@ func TestTLSRun(t *testing.T) {
 	t.Run("keep-alive", func(t *testing.T) {
 		h0, r0 := s.handshakes.Load(), s.reqs.Load()
 		res := run(t, "--tls-ca", s.caPath, "--conn", "4", "--reqs", "400", "--pipeline", "2")
-		if res.Requests != 400 || res.Errors.Total()+res.Errors.Non2xx != 0 || res.TLS.Handshakes != 4 {
-			t.Fatalf("%d requests, errors %+v, %d handshakes: want 400, none, 4", res.Requests, res.Errors, res.TLS.Handshakes)
+		// A worker the scheduler starts after the others took the whole
+		// budget never connects: at most one handshake a connection.
+		if res.Requests != 400 || res.Errors.Total()+res.Errors.Non2xx != 0 || res.TLS.Handshakes < 1 || res.TLS.Handshakes > 4 {
+			t.Fatalf("%d requests, errors %+v, %d handshakes: want 400, none, 1 to 4", res.Requests, res.Errors, res.TLS.Handshakes)
 		}
-		if h, r := s.handshakes.Load()-h0, s.reqs.Load()-r0; h != 4 || r != 400 {
-			t.Fatalf("server saw %d handshakes and %d requests", h, r)
+		if h, r := s.handshakes.Load()-h0, s.reqs.Load()-r0; h != int64(res.TLS.Handshakes) || r != 400 {
+			t.Fatalf("server saw %d handshakes and %d requests, want %d and 400", h, r, res.TLS.Handshakes)
 		}
 	})
 	t.Run("full handshakes", func(t *testing.T) {

@@ -32,6 +32,7 @@ type Config struct {
 	Stack                     string // the server's: posix (loopback, or a lab with a native client) or native (a lab)
 	ClientStack               string // wreck's: native (on the lab's client end) or posix (kernel sockets)
 	Port                      int
+	TLS                       bool     // SPECweb99_SSL: the workload over TLS (tls.go)
 	ServerArgs                []string // more specweb serve flags (--cache-size 1G)
 	Root                      string   // the module to build from
 }
@@ -54,8 +55,9 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	fs.StringVar(&c.ClientCPUs, "client-cpus", "0", "CPUs of wreck's shards")
 	fs.StringVar(&c.Server, "server", "percore", "the server: percore (specweb serve), or nginx serving the file set as static files on the static-only mix (nginx has no SPECweb99 dynamic modules)")
 	fs.StringVar(&c.Stack, "network-stack", "posix", "server stack: posix (kernel sockets) or native (AF_XDP on a lab veth pair)")
-	fs.StringVar(&c.ClientStack, "client-stack", "native", "wreck's stack: native (AF_XDP on the client end of a lab veth pair: one client core drives thousands of paced users) or posix (kernel sockets: over loopback to a posix server, from the lab's client namespace to a native one)")
+	fs.StringVar(&c.ClientStack, "client-stack", "native", "wreck's stack: native (AF_XDP on the client end of a lab veth pair: one client core drives thousands of paced users) or posix (kernel sockets: over loopback to a posix server, from the lab's client namespace to a native one; the only one with --tls, and its default)")
 	fs.IntVar(&c.Port, "port", 18080, "the server's port")
+	fs.BoolVar(&c.TLS, "tls", false, "SPECweb99_SSL: the workload over TLS 1.3 (ECDSA P-256 certificate, X25519, AES-128-GCM), a full handshake per connection")
 	serverArgs := fs.String("server-args", "", "more specweb serve flags, space-separated (e.g. \"--cache-size 1G\")")
 	fs.StringVar(&c.Root, "root", ".", "the percore module to build from")
 	if err := fs.Parse(args); err != nil {
@@ -76,12 +78,24 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 		fmt.Fprintln(log, "bench specweb: --client-stack is native or posix")
 		return 2
 	}
+	if c.TLS && c.ClientStack == "native" { // wreck's users speak TLS on kernel sockets only
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "client-stack" })
+		if given {
+			fmt.Fprintln(log, "bench specweb: --tls runs wreck on kernel sockets: drop --client-stack native")
+			return 2
+		}
+		c.ClientStack = "posix"
+	}
 	switch {
 	case c.Server != "percore" && c.Server != "nginx":
 		fmt.Fprintln(log, "bench specweb: --server is percore or nginx")
 		return 2
 	case c.Server == "nginx" && (c.Stack != "posix" || len(c.ServerArgs) > 0):
 		fmt.Fprintln(log, "bench specweb: --server nginx runs on kernel sockets: drop --network-stack native and --server-args")
+		return 2
+	case c.Server == "nginx" && c.TLS:
+		fmt.Fprintln(log, "bench specweb: --tls runs with --server percore")
 		return 2
 	}
 	if err := run(ctx, &c, out, log); err != nil {
@@ -161,6 +175,19 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 		fmt.Fprintf(log, "bench specweb: %s\n", l)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	var clientTLS []string
+	if c.TLS {
+		cert, key, err := tlsFiles(bin, host)
+		if err != nil {
+			return err
+		}
+		serverFlags = append(serverFlags, "--tls-cert", cert, "--tls-key", key)
+		clientTLS = []string{"--tls", "--tls-ca", cert, "--tls-curves", "x25519"}
+		// Each side's handshakes run on helper goroutines beside its
+		// pinned shards: keep them on that side's CPUs too.
+		serverPre = append(serverPre, "taskset", "-c", c.ServerCPUs)
+		clientPre = append(clientPre, "taskset", "-c", c.ClientCPUs)
+	}
 	argv := append(append(append(serverPre, filepath.Join(bin, "specweb"), "serve", "--dir", c.Dir), serverFlags...),
 		"--port", strconv.Itoa(c.Port), "--cpuset", c.ServerCPUs, "--stats-interval", "0", "--post-log", "-")
 	argv = append(argv, c.ServerArgs...)
@@ -189,7 +216,7 @@ func run(ctx context.Context, c *Config, out, log io.Writer) error {
 			return Step{}, err
 		}
 		srv := sample(func() schedTime { return readGroupSched(pid) }, 200*time.Millisecond)
-		s, err := runWreck(ctx, clientPre, clientArgs, bin, c, addr, conns)
+		s, err := runWreck(ctx, clientPre, bin, c, addr, conns, append(clientArgs, clientTLS...)...)
 		st := srv.end()
 		stop()
 		if err != nil {
@@ -279,8 +306,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // runWreck runs one step and reads its verdict.
-func runWreck(ctx context.Context, pre, args []string, bin string, c *Config, addr string, conns int) (Step, error) {
-	argv := append(wreckArgv(pre, bin, c, addr, conns), args...)
+func runWreck(ctx context.Context, pre []string, bin string, c *Config, addr string, conns int, extra ...string) (Step, error) {
+	argv := append(wreckArgv(pre, bin, c, addr, conns), extra...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stdout bytes.Buffer
 	var stderr strings.Builder

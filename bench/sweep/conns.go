@@ -56,6 +56,7 @@ type ConnsConfig struct {
 	OpenRate    float64       // open loop: total requests per second
 	ConnectRate float64       // connects per second while the connections open
 	Timeout     time.Duration // wreck --timeout
+	RT          bool          // the server and the client run SCHED_FIFO (chrt), ahead of other work on the machine
 	Out         string        // markdown tables ("": none)
 	SVG         string        // plot of closed-loop req/s per count ("": none)
 	JSON        string        // raw results ("": none)
@@ -156,6 +157,14 @@ type ConnsSample struct {
 	PeakRSS    uint64  `json:"peak_rss"` // most resident bytes seen during the run
 	// Interval is, in the open loop, how often each connection sends (s).
 	Interval float64 `json:"interval_s,omitempty"`
+	// SendLagP99 is, in the open loop, the 99th percentile of how late
+	// the client sent against the intended time (µs): its own delay,
+	// inside the latency.
+	SendLagP99 float64 `json:"send_lag_p99_us,omitempty"`
+	// ServerRunQueue is how long the server's threads waited on a run
+	// queue, runnable but not running, per second measured (ms): time
+	// the machine's other work took from it.
+	ServerRunQueue float64 `json:"server_runq_ms_per_s"`
 }
 
 // MemPerConn is the server's resident bytes a connection: peak less idle.
@@ -253,6 +262,15 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsResults, error) {
 	return res, nil
 }
 
+// sched runs argv SCHED_FIFO at priority 20 with RT (every thread it makes
+// inherits the policy), as it is otherwise.
+func (cfg *ConnsConfig) sched(argv []string) []string {
+	if !cfg.RT {
+		return argv
+	}
+	return append([]string{"chrt", "--fifo", "20"}, argv...)
+}
+
 // connsServer starts a fresh server for one cell and measures it: a client
 // ends with all its connections at once, and not every reset gets out, so a
 // server that carried one load would carry that run's leftovers into the
@@ -276,7 +294,7 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 		}
 		defer pass.Close()
 	}
-	p, err := startProc(Labels[name], argv, nil)
+	p, err := startProc(Labels[name], cfg.sched(argv), nil)
 	if err != nil {
 		return err
 	}
@@ -289,9 +307,9 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 		return fmt.Errorf("%w (server: %s)", err, p.tail())
 	}
 	res.Samples = append(res.Samples, s)
-	logf("%-14s %5s %-6s %9.0f req/s %6.2f (own %.2f) CPU-µs/req p50 %8.0f p99 %8.0f p99.9 %8.0f µs, %d errors, %d connects (p99 %.0f µs), RSS %.0f MiB, %.0f B/conn",
+	logf("%-14s %5s %-6s %9.0f req/s %6.2f (own %.2f) CPU-µs/req p50 %8.0f p99 %8.0f p99.9 %8.0f µs, %d errors, %d connects (p99 %.0f µs), RSS %.0f MiB, %.0f B/conn; send lag p99 %.0f µs, server run-queue wait %.1f ms/s",
 		Labels[name], CountLabel(n), k.Load, s.ReqPerSec, s.CPUPerReq, s.ProcCPUPerReq, s.P50, s.P99, s.P999, s.Errors, s.Connects, s.ConnectP99,
-		float64(s.PeakRSS)/(1<<20), s.MemPerConn())
+		float64(s.PeakRSS)/(1<<20), s.MemPerConn(), s.SendLagP99, s.ServerRunQueue)
 	return nil
 }
 
@@ -325,6 +343,7 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 		warmOK           bool
 		client           int    // the client's pid and process group
 		srvWarm, cliWarm uint64 // their CPU ticks as the warm-up ended
+		srvWaitWarm      uint64 // the server's run-queue wait then (ns)
 		cliLast          uint64 // the client's at the last sample
 		server           = p.cmd.Process.Pid
 	)
@@ -345,6 +364,7 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 				mu.Lock()
 				atWarm, warmOK = c, err == nil
 				srvWarm, cliWarm = groupCPU(server), groupCPU(client)
+				srvWaitWarm = groupRunDelay(server)
 				cliLast = cliWarm
 				mu.Unlock()
 			case <-tick.C:
@@ -362,9 +382,9 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 			}
 		}
 	}()
-	out, err := runClientPid(rctx, argv, func(pid int) { mu.Lock(); client = pid; mu.Unlock() })
+	out, err := runClientPid(rctx, cfg.sched(argv), func(pid int) { mu.Lock(); client = pid; mu.Unlock() })
 	end, serr := readProcStat()
-	srvEnd := groupCPU(server)
+	srvEnd, srvWaitEnd := groupCPU(server), groupRunDelay(server)
 	close(done)
 	wg.Wait()
 	if err != nil {
@@ -381,6 +401,12 @@ func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, 
 	s.Errors = r.Errors.Total() + r.Errors.Non2xx
 	s.Connects, s.ConnectP99 = r.Connects, r.Connect.P99
 	s.PeakRSS = peak
+	if r.SendLag != nil {
+		s.SendLagP99 = r.SendLag.P99
+	}
+	if warmOK && srvWaitEnd > srvWaitWarm {
+		s.ServerRunQueue = float64(srvWaitEnd-srvWaitWarm) / 1e6 / cfg.Duration.Seconds()
+	}
 	if warmOK && serr == nil && r.Requests > 0 {
 		s.CPUPerReq = float64(end.Busy()-atWarm.Busy()) * 1e6 / clockTicks / float64(r.Requests)
 		s.ProcCPUPerReq = float64(srvEnd-srvWarm+cliLast-cliWarm) * 1e6 / clockTicks / float64(r.Requests)
@@ -410,11 +436,22 @@ func groupCPU(pgid int) uint64 {
 // groupSum adds up parse of /proc/PID/name over every process in process
 // group pgid; a process that is gone or unreadable counts 0.
 func groupSum(pgid int, name string, parse func(string) uint64) uint64 {
+	var total uint64
+	for _, pid := range groupPids(pgid) {
+		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), name)); err == nil {
+			total += parse(string(b))
+		}
+	}
+	return total
+}
+
+// groupPids lists the processes in process group pgid.
+func groupPids(pgid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	var total uint64
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -423,8 +460,25 @@ func groupSum(pgid int, name string, parse func(string) uint64) uint64 {
 		if g, err := unix.Getpgid(pid); err != nil || g != pgid {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), name)); err == nil {
-			total += parse(string(b))
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// groupRunDelay is how long, in ns, the threads of every process in
+// process group pgid have waited on a run queue (the second field of
+// /proc/PID/task/TID/schedstat).
+func groupRunDelay(pgid int) uint64 {
+	var total uint64
+	for _, pid := range groupPids(pgid) {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "schedstat"))
+		for _, t := range tasks {
+			if b, err := os.ReadFile(t); err == nil {
+				if f := strings.Fields(string(b)); len(f) > 1 {
+					d, _ := strconv.ParseUint(f[1], 10, 64)
+					total += d
+				}
+			}
 		}
 	}
 	return total

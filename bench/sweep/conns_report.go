@@ -37,6 +37,9 @@ func (r *ConnsResults) Markdown(w io.Writer, svg string) {
 	p("time the kernel does not charge to a task), which other work on a shared machine leaves alone. Errors count the whole\n")
 	p("run, connects included. Each run has a fresh server; RSS is the server's (all its processes) at its peak\n")
 	p("during the run, and per connection is that less its RSS before the run, divided by the count.\n\n")
+	if cfg.RT {
+		p("The server and the client ran SCHED_FIFO (`--rt`: `chrt --fifo 20`), so other work on the machine waited for them.\n\n")
+	}
 	if svg != "" {
 		p("![closed-loop requests/s per connection count](%s)\n\n", svg)
 	}
@@ -207,6 +210,7 @@ func ParseConnsFlags(args []string, usage io.Writer) (ConnsConfig, error) {
 	fs.Float64Var(&c.OpenRate, "open-rate", c.OpenRate, "open loop: requests per second in total, spread over the connections")
 	fs.Float64Var(&c.ConnectRate, "connect-rate", c.ConnectRate, "connects per second while the connections open")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per request and per connect (wreck --timeout)")
+	fs.BoolVar(&c.RT, "rt", c.RT, "run the server and the client SCHED_FIFO (chrt --fifo 20), so that other work on a shared machine does not delay them")
 	fs.StringVar(&c.Out, "out", c.Out, "markdown tables (empty: none)")
 	fs.StringVar(&c.SVG, "svg", c.SVG, "SVG plot of closed-loop req/s per count (empty: none)")
 	fs.StringVar(&c.JSON, "json", c.JSON, "raw results as JSON (empty: none)")

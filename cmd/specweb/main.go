@@ -184,7 +184,14 @@ func serve(args []string, stderr io.Writer, sig <-chan os.Signal, started func(n
 	} else {
 		logDone <- nil
 	}
-	fmt.Fprintf(stderr, "specweb serve: %d directories from %s on http://%s/ (%s stack)\n", app.Dirs(), *dir, s.Addr(), o.NetworkStack)
+	where := fmt.Sprintf("http://%s/", s.Addr())
+	switch {
+	case o.TLS.Cert != "" && o.TLSPort < 0:
+		where = fmt.Sprintf("https://%s/", s.Addr()) // SPECweb99_SSL
+	case o.TLS.Cert != "" && o.TLSPort > 0:
+		where += fmt.Sprintf(" and https on port %d", o.TLSPort)
+	}
+	fmt.Fprintf(stderr, "specweb serve: %d directories from %s on %s (%s stack)\n", app.Dirs(), *dir, where, o.NetworkStack)
 	if started != nil {
 		started(s.Addr())
 	}
