@@ -27,6 +27,42 @@ import (
 // whose replies hash to its queue, under --rss-key or the key the NIC
 // shows (nicSpread).
 func runNative(cfg Config) (*Result, error) {
+	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
+	var tconf *tls.Config
+	if cfg.TLS.Enabled {
+		var err error
+		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
+	return runNativeApps(cfg, tconf != nil, func(a *acct, slots, _, _ int, dst netstack.IPv4Addr, port uint16, box *tlsBox) nApp {
+		c := newNClient(a, slots, dst, port, req, seqOff)
+		if box != nil {
+			c.useTLS(box, tconf)
+		}
+		return c
+	})
+}
+
+// nApp is a native client's connections on one stack: the App of the
+// stack's queue, with the shard's tick (timeouts and back-offs) and the
+// end of the run (every connection still open reset).
+type nApp interface {
+	native.App
+	use(stack *netstack.Stack, link netstack.Link)
+	tick()
+	shutdown(now time.Time)
+}
+
+// newNApp makes the connections of shard a's j-th stack: slots of them,
+// after the off that the shard's stacks before it hold, to dst:port; box is
+// the shard's TLS handshakes' mailbox (nil: cleartext). Called on the
+// shard's thread, once per stack.
+type newNApp func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16, box *tlsBox) nApp
+
+// runNativeApps is runNative with the connections newApp makes on each
+// stack; withTLS gives each shard a TLS handshakes' mailbox.
+func runNativeApps(cfg Config, withTLS bool, newApp newNApp) (*Result, error) {
 	n := &cfg.Native
 	server, _ := serverAddr(cfg.Server) // checked by validate
 	logf := func(string, ...any) {}
@@ -56,19 +92,12 @@ func runNative(cfg Config) (*Result, error) {
 	}
 
 	cfg.Duration += cfg.Warmup // the shards' deadline
-	req, seqOff := buildRequest(&cfg, cfg.CheckSeq)
-	var tconf *tls.Config
-	if cfg.TLS.Enabled {
-		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
-			return nil, err
-		}
-	}
 	var seed [8]byte
 	rand.Read(seed[:])
 	r := newRun(&cfg)
 	shards := make([]*nshard, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		d, err := newNShard(sh, dev, a, rss, server, req, seqOff, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID), tconf)
+		d, err := newNShard(sh, dev, a, rss, server, newApp, binary.LittleEndian.Uint64(seed[:])+uint64(sh.ID), withTLS)
 		shards[sh.ID] = d
 		return err
 	})
@@ -119,7 +148,7 @@ type nshard struct {
 type nqueue struct {
 	rxq int // the rx queue; -1: the stack the queues' owners forward to
 	q   *native.Queue
-	cl  *nclient
+	cl  nApp
 
 	// The stack's, TCP's and the socket's counters as the shard stopped.
 	ipStats  netstack.Stats
@@ -128,15 +157,16 @@ type nqueue struct {
 }
 
 // newNShard runs on shard sh's thread: a stack on each of its queues of
-// dev (entering the interface's namespace), a's connections dealt over
-// them, to server. Each stack filters its source ports so that the NIC puts
-// their replies on its queue (rss, stackPorts). tconf non-nil: HTTPS.
-func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, req []byte, seqOff int, seed uint64, tconf *tls.Config) (*nshard, error) {
+// dev (entering the interface's namespace), a's connections (newApp's)
+// dealt over them, to server. Each stack filters its source ports so that
+// the NIC puts their replies on its queue (rss, stackPorts). withTLS: the
+// shard gets a TLS handshakes' mailbox, for HTTPS.
+func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, server netip.AddrPort, newApp newNApp, seed uint64, withTLS bool) (*nshard, error) {
 	n := &a.cfg.Native
 	d := &nshard{id: sh.ID, acct: a}
 	sh.AddStopper(d) // closes the stacks opened so far, should one fail
 	a.attach(sh, d.tick)
-	if tconf != nil {
+	if withTLS {
 		var err error
 		if d.box, err = newTLSBox(sh); err != nil {
 			return d, fmt.Errorf("shard %d: tls: %w", d.id, err)
@@ -144,7 +174,7 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 	}
 	dst, _ := netstack.IPv4AddrFrom(server.Addr())
 	rxqs := shardQueues(dev, d.id)
-	k := len(rxqs)
+	k, off := len(rxqs), 0
 	for j, rxq := range rxqs {
 		slots := (a.slots - j + k - 1) / k // the shard's slots dealt over its k stacks
 		tc := netstack.TCPConfig{MaxConns: clientTableSize(slots), Seed: seed + uint64(j)<<32}
@@ -154,10 +184,8 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 		if err := forwarded(dev, d.id, server, n, &tc); err != nil {
 			return d, err
 		}
-		nq := &nqueue{rxq: rxq, cl: newNClient(a, slots, dst, server.Port(), req, seqOff)}
-		if d.box != nil {
-			nq.cl.useTLS(d.box, tconf)
-		}
+		nq := &nqueue{rxq: rxq, cl: newApp(a, slots, j, off, dst, server.Port(), d.box)}
+		off += slots
 		var err error
 		if nq.q, err = openQueue(dev, d.id, rxq, native.QueueConfig{TCP: tc, App: nq.cl}); err != nil {
 			return d, fmt.Errorf("shard %d: %w", d.id, err)

@@ -1,8 +1,7 @@
 package wreck
 
-// The SPECweb99 workload over kernel sockets: each simulated user is one
-// connection slot that asks, waits for the answer, checks it, and asks again
-// when its bytes so far allow at 400,000 bit/s.
+// The SPECweb99 users over kernel sockets: swclient is their transport, a
+// nonblocking socket per user on the shard's epoll.
 
 import (
 	"crypto/tls"
@@ -13,72 +12,18 @@ import (
 	"percore/shard"
 )
 
-// swUser is one simulated user: its socket (replaced at each new
-// connection), its request, the check of its answer and its pacing.
-//
-// Owned by its shard.
-type swUser struct {
-	idx   int32
-	fd    int
-	gen   uint32
-	state cstate
-	p     parser
-	chk   bodyCheck
-	carry []byte
-	req   []byte // the request being written, rebuilt in place each time
-	wpos  int
-
-	cur      swReq
-	inFlight bool
-	sentAt   int64 // latency origin: the write, or connect start on a new connection
-	since    int64 // connect or drain start
-	wakeAt   int64 // end of a back-off after an error
-	left     int   // requests still to send on this connection, the current one included
-
-	id, lastAd   int   // user id and the last ad the server chose for it
-	t0, bytes    int64 // its start and the bytes it has read
-	lineAtWarmed int64 // its line's time when the warm-up ended: see lineTime
-	timer        shard.Timer
-
-	// --tls (specweb_tls.go): the connection's TLS (nil before its
-	// handshake), and the user's own configuration when it resumes.
-	sw    *swclient
-	tls   *shardTLS
-	tconf *tls.Config
-}
-
-func (u *swUser) token() uint64 { return uint64(uint32(u.idx)) | uint64(u.gen)<<32 }
-
-// kindCount is one request kind's counts in the measured interval.
-type kindCount struct {
-	Responses uint64 // well-framed answers
-	Invalid   uint64 // of those, answers that failed their check
-	Errors    uint64 // requests that got no answer (timeout, reset, close, connect)
-}
-
-// swclient is one client shard's users over kernel sockets. Its account
-// (acct.go) holds the shard's timers, latency histogram and counters.
+// swclient is one client shard's users over kernel sockets (swTransport).
 //
 // Owned by the shard's goroutine; Run reads it after the shards have exited.
 type swclient struct {
-	*acct
+	*swUsers
 	sh     *shard.Shard
 	src    shard.SourceID
 	sa     unix.Sockaddr
 	family int
-	host   string
 
-	users []swUser
-	rbuf  []byte
-	mix   *swMix
-	files *swFiles
-
-	warmup    int64 // ns
-	measuring bool
-	measureT0 int64
-	kinds     [numKinds]kindCount
-	classes   [4]uint64 // requests by file class, measured
-	closed    bool
+	rbuf   []byte
+	closed bool
 
 	// --tls (specweb_tls.go): the handshakes' mailbox (nil: cleartext),
 	// their configuration, and the buffer ciphertext is read into.
@@ -90,23 +35,10 @@ type swclient struct {
 // newSwClient builds a's users on sh; user i has id fileset.FirstUser +
 // (first+i) % users.
 func newSwClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, dirs, users, first int) *swclient {
-	cfg := a.cfg
-	s := &swclient{
-		acct: a, sh: sh, sa: ownSockaddr(sa), family: family, host: cfg.Server,
-		users:  make([]swUser, a.slots),
-		rbuf:   make([]byte, readBuf),
-		mix:    newMix(cfg.Seed, uint64(a.id), dirs, kindShares(cfg.StaticOnly)),
-		files:  newSwFiles(dirs),
-		warmup: int64(cfg.Warmup),
-	}
+	s := &swclient{sh: sh, sa: ownSockaddr(sa), family: family, rbuf: make([]byte, readBuf)}
+	s.swUsers = newSwUsers(a, s, a.slots, dirs, users, first, uint64(a.id))
 	for i := range s.users {
-		u := &s.users[i]
-		u.idx, u.fd, u.sw = int32(i), -1, s
-		u.id = firstUserID + (first+i)%users
-		u.req = make([]byte, 0, 512)
-		u.p.maxHead = defaultMaxHead
-		u.p.check = &u.chk
-		u.timer.Init(func(now time.Time) { s.setNow(now); s.next(u) })
+		s.users[i].sw = s
 	}
 	if sh != nil {
 		s.src = sh.AddSource(s)
@@ -120,18 +52,7 @@ func newSwClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, dirs, u
 // Poll implements shard.Poller: every user starts at the first iteration.
 func (s *swclient) Poll(now time.Time) bool {
 	s.setNow(now)
-	if !s.begun {
-		s.begin()
-		for i := range s.users {
-			s.users[i].t0 = s.now
-		}
-		if s.warmup == 0 {
-			s.startMeasuring()
-		}
-		for i := range s.users {
-			s.next(&s.users[i])
-		}
-	}
+	s.start()
 	if s.finished {
 		s.closeAll()
 	}
@@ -171,70 +92,13 @@ func (s *swclient) closeAll() {
 	}
 	s.closed = true
 	for i := range s.users {
-		u := &s.users[i]
-		s.closeFd(u)
-		if s.sh != nil {
-			s.sh.Wheel().Stop(&u.timer)
-		}
+		s.closeFd(&s.users[i])
 	}
+	s.stopTimers()
 }
 
-// lineTime is how far u's 400,000 bit/s line has got at now: the time its
-// bytes would have taken, from its start, but never ahead of now. A user
-// that keeps up is at now (less the answer in flight); one the server
-// starves falls behind, at the rate it is served. Its rate over an interval
-// is the line time it gained, so bytes read ahead of schedule (a large file
-// early) count when the schedule reaches them, and a short run judges the
-// server, not the luck of the draws.
-func (u *swUser) lineTime(now int64) int64 { return min(pacedAt(u.t0, u.bytes), now) }
-
-// kbps is u's rate in kbit/s between the end of the warm-up and stopped.
-func (u *swUser) kbps(from, stopped int64) float64 {
-	if stopped <= from {
-		return 0
-	}
-	return userRate / 1e3 * float64(u.lineTime(stopped)-u.lineAtWarmed) / float64(stopped-from)
-}
-
-// startMeasuring ends the warm-up: counts start from zero, and each user's
-// rate from where its line is now.
-func (s *swclient) startMeasuring() {
-	s.measuring, s.measureT0 = true, s.now
-	s.hist.Reset()
-	s.cnt, s.tls = Counters{}, tlsCounts{}
-	s.conn.Reset()
-	s.kinds, s.classes = [numKinds]kindCount{}, [4]uint64{}
-	for i := range s.users {
-		s.users[i].lineAtWarmed = s.users[i].lineTime(s.now)
-	}
-}
-
-// next sends u's next request, on its connection or a new one.
-func (s *swclient) next(u *swUser) {
-	if s.finished || u.inFlight {
-		return
-	}
-	u.cur = s.mix.draw()
-	u.sentAt = s.now
-	if u.fd >= 0 && u.state == cOpen {
-		s.send(u)
-		return
-	}
-	u.left = 1
-	if s.mix.keepAlive() {
-		u.left = keepAliveRun
-	}
-	s.connect(u)
-}
-
-// schedule sends u's next request when its pacing allows.
-func (s *swclient) schedule(u *swUser) {
-	if due := pacedAt(u.t0, u.bytes); due > s.now && s.sh != nil {
-		s.sh.Wheel().Start(&u.timer, at(due))
-		return
-	}
-	s.next(u)
-}
+// dial implements swTransport: a nonblocking connect.
+func (s *swclient) dial(u *swUser) { s.connect(u) }
 
 func (s *swclient) connect(u *swUser) {
 	u.inFlight = true // the drawn request waits for the connection
@@ -260,30 +124,30 @@ func (s *swclient) connect(u *swUser) {
 	}
 }
 
+// connected starts a connected user's TLS handshake (--tls), or, once it
+// is done or without TLS, its request.
 func (s *swclient) connected(u *swUser) {
 	if s.box != nil && u.tls == nil {
 		s.startTLS(u)
 		return
 	}
-	u.state = cOpen
-	s.cnt.Connects++
-	u.p.reset()
-	u.carry = u.carry[:0]
-	s.send(u)
+	s.swUsers.connected(u)
 }
 
-// send writes u's current request.
-func (s *swclient) send(u *swUser) {
-	u.inFlight = true
-	u.chk.reset()
-	u.req = appendSwRequest(u.req[:0], &u.cur, s.host, u.id, u.lastAd, s.id, u.left == 1)
-	u.wpos = 0
+// write implements swTransport.
+func (s *swclient) write(u *swUser) {
 	if u.tls != nil {
 		s.sendTLS(u)
 		return
 	}
 	s.flush(u)
 }
+
+// hangUp implements swTransport.
+func (s *swclient) hangUp(u *swUser) { s.closeFd(u) }
+
+// drop implements swTransport.
+func (s *swclient) drop(u *swUser) { s.closeFd(u) }
 
 func (s *swclient) flush(u *swUser) {
 	for u.wpos < len(u.req) {
@@ -363,103 +227,6 @@ func (s *swclient) readable(u *swUser, hup bool) {
 	}
 }
 
-// parse feeds data to u's parser; it reports false if u's socket was closed.
-func (s *swclient) parse(u *swUser, data []byte) bool {
-	for off := 0; off < len(data); {
-		if !u.inFlight || u.state != cOpen {
-			s.fail(u, errMalformed) // bytes nobody asked for
-			return false
-		}
-		m, r := u.p.feed(data[off:])
-		off += m
-		switch r {
-		case pMore:
-			u.carry = append(u.carry[:0], data[off:]...)
-			return true
-		case pDone:
-			if !s.complete(u) {
-				return false
-			}
-		case pOversized:
-			s.cnt.Oversized++
-			s.fail(u, errMalformed)
-			return false
-		default:
-			s.fail(u, errMalformed)
-			return false
-		}
-	}
-	return true
-}
-
-// complete checks and accounts u's answer; it reports false if u's socket
-// was closed.
-func (s *swclient) complete(u *swUser) bool {
-	s.record(s.now - u.sentAt)
-	s.cnt.Responses++
-	k := &s.kinds[u.cur.kind]
-	k.Responses++
-	s.classes[u.cur.class]++
-	ok, ad := s.files.check(&u.cur, u.p.status, &u.chk)
-	if !ok {
-		k.Invalid++
-	}
-	if u.p.status < 200 || u.p.status > 299 {
-		s.cnt.Errors[errNon2xx]++
-	}
-	if ad >= 0 {
-		u.lastAd = ad
-	}
-	u.inFlight = false
-	u.left--
-	switch {
-	case u.p.close:
-		u.state, u.since = cDraining, s.now // wait for the server's FIN: TIME_WAIT stays on its side
-		return true
-	case u.left <= 0: // asked to close, and the server would not
-		s.closeFd(u)
-		u.state = cIdle
-		s.schedule(u)
-		return false
-	}
-	s.schedule(u)
-	return true
-}
-
-// eof handles the server closing u's connection.
-func (s *swclient) eof(u *swUser) {
-	switch {
-	case u.inFlight && u.p.st == psUntilClose:
-		u.p.st, u.p.close = psHead, true
-		if s.complete(u) {
-			s.eof(u)
-		}
-	case u.inFlight:
-		s.fail(u, errClosed)
-	default: // drained after a last request, or an idle keep-alive connection closed
-		s.closeFd(u)
-		u.state = cIdle
-		if !u.timer.Armed() {
-			s.schedule(u)
-		}
-	}
-}
-
-// fail counts an error against the request in flight, closes u's socket and
-// backs off before u asks again.
-func (s *swclient) fail(u *swUser, cls errClass) {
-	s.cnt.Errors[cls]++
-	if u.inFlight {
-		s.kinds[u.cur.kind].Errors++
-	}
-	u.inFlight = false
-	s.closeFd(u)
-	if s.sh != nil {
-		s.sh.Wheel().Stop(&u.timer)
-	}
-	u.state, u.wakeAt = cWait, s.now+int64(connBackoff)
-}
-
 func (s *swclient) closeFd(u *swUser) {
 	if u.fd >= 0 {
 		unix.Close(u.fd)
@@ -469,40 +236,5 @@ func (s *swclient) closeFd(u *swUser) {
 	if u.tls != nil {
 		u.tls.release()
 		u.tls = nil
-	}
-}
-
-// tick ends the warm-up and enforces timeouts and back-offs.
-func (s *swclient) tick() {
-	if !s.measuring && s.now-s.t0 >= s.warmup {
-		s.startMeasuring()
-	}
-	timeout := int64(s.cfg.Timeout)
-	for i := range s.users {
-		u := &s.users[i]
-		switch u.state {
-		case cOpen:
-			if u.inFlight && s.now-u.sentAt > timeout {
-				s.fail(u, errTimeout)
-			}
-		case cConnecting, cHandshake:
-			if s.now-u.since > timeout {
-				if u.state == cHandshake {
-					s.tls.failed++
-				}
-				s.fail(u, errConnect)
-			}
-		case cDraining:
-			if s.now-u.since > timeout {
-				s.closeFd(u)
-				u.state = cIdle
-				s.schedule(u)
-			}
-		case cWait:
-			if s.now >= u.wakeAt {
-				u.state = cIdle
-				s.schedule(u)
-			}
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"percore/netstack"
 	"percore/shard"
 	"percore/specweb/fileset"
 )
@@ -34,8 +35,8 @@ func (c *Config) validateWorkload() error {
 		return fmt.Errorf("--workload %q: the only workload is %s", c.Workload, WorkloadSpecweb99)
 	}
 	switch {
-	case c.Native.Enabled:
-		return errors.New("--workload specweb99 runs on kernel sockets only so far: drop --network-stack native")
+	case c.Native.Enabled && c.TLS.Enabled:
+		return badField("TLS.Enabled", "the SPECweb99 users speak TLS on kernel sockets only so far: drop Native.Enabled or TLS.Enabled")
 	case c.Pipeline != 1, c.Rate != 0, c.Reqs != 0, c.CheckSeq:
 		return errors.New("--workload specweb99 paces its own users: drop --pipeline, --rate, --reqs and --check-seq")
 	case c.Warmup < 0:
@@ -56,30 +57,66 @@ func specwebShape(c *Config) (dirs, users int) {
 }
 
 // runSpecweb is Run for the SPECweb99 workload: warm-up, then the measured
-// interval, on kernel sockets.
+// interval, on kernel sockets or the native stack.
 func runSpecweb(cfg Config) (*Result, error) {
+	dirs, users := specwebShape(&cfg)
+	sets := make([][]*swUsers, cfg.SMP) // by shard: one set, or one per native stack
+	var res *Result
+	var err error
+	if cfg.Native.Enabled {
+		res, err = runNativeApps(cfg, false, func(a *acct, slots, j, off int, dst netstack.IPv4Addr, port uint16, _ *tlsBox) nApp {
+			c := newNswClient(a, slots, dst, port, dirs, users, firstSlot(&cfg, a.id)+off, uint64(a.id+j*cfg.SMP))
+			sets[a.id] = append(sets[a.id], c.swUsers)
+			return c
+		})
+	} else {
+		res, err = runSpecwebKernel(cfg, dirs, users, sets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The counters restarted when the warm-up ended: rates are over the
+	// measured interval.
+	var span int64
+	var all []*swUsers
+	for i, ss := range sets {
+		if len(ss) == 0 {
+			continue
+		}
+		c := ss[0] // a shard's sets share its account
+		span = max(span, c.stopped-c.measureT0)
+		if secs := float64(c.stopped-c.measureT0) / 1e9; secs > 0 {
+			res.Shards[i].ReqPerSec = float64(res.Shards[i].Requests) / secs
+		}
+		all = append(all, ss...)
+	}
+	if res.Seconds = float64(span) / 1e9; res.Seconds > 0 {
+		res.ReqPerSec = float64(res.Requests) / res.Seconds
+		res.BytesPerSec = float64(res.BytesRead) / res.Seconds
+	}
+	res.Specweb = specwebResult(all, dirs, cfg.StaticOnly, cfg.Warmup.Seconds(), res.Seconds)
+	return res, nil
+}
+
+// runSpecwebKernel runs the users over kernel sockets, shard i's in sets[i].
+func runSpecwebKernel(cfg Config, dirs, users int, sets [][]*swUsers) (*Result, error) {
 	sa, family, err := resolve(cfg.Server)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Duration += cfg.Warmup // the shards' deadline
-	dirs, users := specwebShape(&cfg)
 	r := newRun(&cfg)
-	first := make([]int, cfg.SMP)
-	for i := 1; i < cfg.SMP; i++ {
-		first[i] = first[i-1] + r.accts[i-1].slots
-	}
 	var tconf *tls.Config
 	if cfg.TLS.Enabled { // SPECweb99_SSL
 		if tconf, err = cfg.TLS.clientConfig(cfg.Server); err != nil {
 			return nil, err
 		}
 	}
-	clients := make([]*swclient, cfg.SMP)
 	g, err := r.start(func(sh *shard.Shard, a *acct) error {
-		clients[sh.ID] = newSwClient(sh, a, sa, family, dirs, users, first[sh.ID])
+		c := newSwClient(sh, a, sa, family, dirs, users, firstSlot(&cfg, sh.ID))
+		sets[sh.ID] = []*swUsers{c.swUsers}
 		if tconf != nil {
-			return clients[sh.ID].useTLS(sh, tconf)
+			return c.useTLS(sh, tconf)
 		}
 		return nil
 	})
@@ -87,25 +124,12 @@ func runSpecweb(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r.wait(g)
-	res := r.result()
-	// The counters restarted when the warm-up ended: rates are over the
-	// measured interval.
-	var span int64
-	for i, c := range clients {
-		if c == nil {
-			continue
-		}
-		span = max(span, c.stopped-c.measureT0)
-		if secs := float64(c.stopped-c.measureT0) / 1e9; secs > 0 {
-			res.Shards[i].ReqPerSec = float64(res.Shards[i].Requests) / secs
-		}
-	}
-	if res.Seconds = float64(span) / 1e9; res.Seconds > 0 {
-		res.ReqPerSec = float64(res.Requests) / res.Seconds
-		res.BytesPerSec = float64(res.BytesRead) / res.Seconds
-	}
-	res.Specweb = specwebResult(clients, dirs, cfg.StaticOnly, cfg.Warmup.Seconds(), res.Seconds)
-	return res, nil
+	return r.result(), nil
+}
+
+// firstSlot is the first of shard i's connections (newRun splits them).
+func firstSlot(cfg *Config, i int) int {
+	return i*(cfg.Conns/cfg.SMP) + min(i, cfg.Conns%cfg.SMP)
 }
 
 // SpecwebResult is a SPECweb99 run's outcome, over the measured interval
@@ -153,7 +177,7 @@ func inMix(share, target float64, n uint64) bool {
 	return math.Abs(share-target) <= tol
 }
 
-func specwebResult(clients []*swclient, dirs int, staticOnly bool, warmup, secs float64) *SpecwebResult {
+func specwebResult(clients []*swUsers, dirs int, staticOnly bool, warmup, secs float64) *SpecwebResult {
 	r := &SpecwebResult{StaticOnly: staticOnly, Dirs: dirs, WarmupSeconds: warmup, Seconds: secs, Valid: true}
 	shares := kindShares(staticOnly)
 	var kinds [numKinds]kindCount

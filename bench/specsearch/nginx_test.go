@@ -37,7 +37,7 @@ func TestNginxArgs(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
 	}
-	for _, args := range [][]string{{"--server", "apache"}, {"--server", "nginx", "--network-stack", "native"}, {"--server", "nginx", "--server-args", "--cache-size 1G"}} {
+	for _, args := range [][]string{{"--server", "apache"}, {"--server", "nginx", "--network-stack", "native"}, {"--server", "nginx", "--server-args", "--cache-size 1G"}, {"--client-stack", "dpdk"}} {
 		if Main(context.Background(), args, &b, &b) != 2 {
 			t.Errorf("%v accepted", args)
 		}

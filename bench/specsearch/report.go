@@ -21,13 +21,14 @@ var published = []struct {
 // report prints the steps, the result line and the comparison table.
 func report(w io.Writer, c *Config, best Step, tried []Step) {
 	cores := cpuCount(c.ServerCPUs)
-	fmt.Fprintf(w, "| users | conforming | %% | ops/s | mean response ms | verdict |\n|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "| users | conforming | %% | ops/s | mean response ms | server CPU (waiting) | client CPU (waiting) | load | verdict |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range tried {
 		v := "valid"
 		if !s.Valid {
 			v = "invalid: " + strings.Join(s.Why, "; ")
 		}
-		fmt.Fprintf(w, "| %d | %d | %.1f | %.0f | %.2f | %s |\n", s.Conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs, v)
+		fmt.Fprintf(w, "| %d | %d | %.1f | %.0f | %.2f | %.2f (%.2f) | %.2f (%.2f) | %.1f | %s |\n", s.Conns, s.Conforming, s.Percent, s.OpsPerSec, s.MeanMs,
+			s.ServerCPU, s.ServerWait, s.ClientCPU, s.ClientWait, s.Load, v)
 	}
 	server, mix, bench := serverName(c), "", "SPECweb99"
 	if c.Server == "nginx" {
@@ -55,15 +56,20 @@ func report(w io.Writer, c *Config, best Step, tried []Step) {
 		bench, mix, best.Conns, bound, best.OpsPerSec, setting)
 	fmt.Fprintf(w, "| server | machine | network | cores | conforming connections | per core |\n|---|---|---|---:|---:|---:|\n")
 	link := "loopback"
-	if c.Stack == "native" {
-		link = "veth, AF_XDP copy mode"
+	switch {
+	case c.Stack == "native" && c.ClientStack == "native":
+		link = "veth, AF_XDP copy mode on both ends"
+	case c.Stack == "native":
+		link = "veth, AF_XDP copy mode on the server end"
+	case c.ClientStack == "native":
+		link = "veth, AF_XDP copy mode on the client end"
 	}
 	row := server + " (this run)"
 	if c.Server == "nginx" {
 		row = server + " (this run, static-only mix)"
 	}
-	fmt.Fprintf(w, "| %s | this machine, client on CPUs %s | %s | %d | %d | %d |\n",
-		row, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
+	fmt.Fprintf(w, "| %s | this machine, %s client on CPUs %s | %s | %d | %d | %d |\n",
+		row, c.ClientStack, c.ClientCPUs, link, cores, best.Conns, best.Conns/cores)
 	if c.TLS {
 		for _, p := range publishedSSL {
 			fmt.Fprintf(w, "| %s (SPECweb99_SSL) | %s | | %d | %d | %d |\n", p.server, p.machine, p.cores, p.conns, p.conns/p.cores)

@@ -12,7 +12,10 @@
 // server in its own process group and stops it by that group's id.
 package specsearch
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Step is one run of the search: C users and the client's verdict.
 type Step struct {
@@ -23,6 +26,15 @@ type Step struct {
 	OpsPerSec  float64  `json:"ops_per_sec"`
 	MeanMs     float64  `json:"mean_response_ms"`
 	Why        []string `json:"invalid,omitempty"`
+
+	// Over the client's whole run (warm-up included), in CPUs: the
+	// server's (its process group's: nginx's workers, the CGI programs)
+	// and the client's time on a CPU and waiting, runnable, for one (other
+	// work on a shared machine); and the load average after it.
+	ServerCPU, ServerWait float64
+	ClientCPU, ClientWait float64
+	Load                  float64
+	wall                  time.Duration
 }
 
 // Search bisects between lo and hi users with at most steps runs: lo is run
