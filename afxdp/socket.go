@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -221,10 +222,27 @@ func (s *Socket) stock(count, tx int) {
 	s.fill.submit(got)
 }
 
+// The waits of bind on a busy queue: doubling from bindBusyWait while
+// not above bindBusyWaitMax, about 1.3 s in all.
+const (
+	bindBusyWait    = 5 * time.Millisecond
+	bindBusyWaitMax = 640 * time.Millisecond
+)
+
 func (s *Socket) bind(c Config) error {
 	try := func(flags uint16) error {
 		sa := &unix.SockaddrXDP{Flags: flags | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(s.ifindex), QueueID: uint32(c.Queue)}
-		return unix.Bind(s.fd, sa)
+		// A closed socket lets go of its queue later, from a kernel work
+		// queue under the RTNL lock (xp_release_deferred), so a queue that
+		// a socket of ours closed a moment ago can still answer EBUSY: give
+		// it about a second before calling it held.
+		for wait := bindBusyWait; ; wait *= 2 {
+			err := unix.Bind(s.fd, sa)
+			if !errors.Is(err, unix.EBUSY) || wait > bindBusyWaitMax {
+				return err
+			}
+			time.Sleep(wait)
+		}
 	}
 	var err error
 	if c.Bind != BindCopy {
