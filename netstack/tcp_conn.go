@@ -58,7 +58,6 @@ type tcpConn struct {
 	twPrev    int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
 	twNext    int32
 	gen       int32 // generation, for TCPHandle; changes on every reuse
-	heapIdx   int32 // position in the timer heap, -1 if not there
 	state     tcpState
 	passive   bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
 	cookie    bool // established from a SYN cookie
@@ -187,7 +186,7 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 		l.conns = append(l.conns, c)
 	}
 	c.key = k
-	c.heapIdx, c.twPrev, c.twNext = -1, -1, -1
+	c.twPrev, c.twNext = -1, -1
 	l.gen++
 	if l.gen <= 0 {
 		l.gen = 1
@@ -239,7 +238,7 @@ func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.releaseApp(c)
 	l.freeRcvBuf(c)
 	l.freeTxRing(c)
-	l.timers.remove(c)
+	l.timers.remove(c.id)
 	l.table.remove(c.key)
 	l.stats.Conns--
 	l.free = append(l.free, c)

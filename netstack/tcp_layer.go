@@ -268,7 +268,7 @@ type tcpLayer struct {
 	gen       int32       // generation of the last conn handed out (TCPHandle)
 	woken     []TCPHandle // conns to run output for at the next poll
 	wokenNext []TCPHandle // the other list runWoken swaps in
-	timers    tcpHeap
+	timers    tcpTimers
 	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
 	txRings   []*tcpTxRingBuf // free RACK rings
@@ -329,7 +329,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 	}
 	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
 	l.table.init(cfg.MaxConns, l.sec.table)
-	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
+	l.timers.init(cfg.MaxConns)
 	return l
 }
 
@@ -498,8 +498,8 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
-	for len(l.timers.h) > 0 && l.timers.h[0].deadline <= l.now {
-		c := l.timers.h[0]
+	for len(l.timers.h) > 0 && l.timers.h[0].at <= l.now {
+		c := l.conns[l.timers.h[0].id]
 		l.fire(c)
 		if c.state != tcpClosed {
 			l.schedule(c)
@@ -509,7 +509,7 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 	case len(l.woken) > 0:
 		return now
 	case len(l.timers.h) > 0:
-		return l.epoch.Add(time.Duration(l.timers.h[0].deadline))
+		return l.epoch.Add(time.Duration(l.timers.h[0].at))
 	}
 	return time.Time{}
 }
