@@ -30,6 +30,7 @@ type nclient struct {
 	conns      []nconn
 	retry      []int32 // slots to connect at the next step
 	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
+	opened     []int32 // slots whose handshake completed in this step (TCP asked them for output), maybe twice
 	scan       int     // where checkConnecting goes on in connecting
 	swept      int     // the next slot a tick checks for timeouts (sweepRange)
 	begun      bool    // every slot was queued to connect (begin)
@@ -105,6 +106,7 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 		conns:      make([]nconn, conns),
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
+		opened:     make([]int32, 0, conns),
 		aborts:     make([]int32, 0, conns),
 		ready:      make([]int32, conns),
 		seqOff:     seqOff, reqLen: len(req),
@@ -294,13 +296,21 @@ func (c *nclient) connect(nc *nconn) {
 
 // connScan bounds checkConnecting's look at the handshakes under way, so
 // that tens of thousands of them (a burst of opens to a slow server) do not
-// cost every step a pass over all.
-const connScan = 1024
+// cost every step a pass over all. The handshakes that complete are found
+// through opened; the scan only drops the slots that were released, and
+// catches a handshake that completed without asking for output.
+const connScan = 64
 
 // checkConnecting moves slots whose handshake completed to cOpen and starts
-// their requests: at most connScan slots a step, going on where the last
-// step stopped.
+// their requests: those in opened, then at most connScan slots of
+// connecting, going on where the last step stopped.
 func (c *nclient) checkConnecting() {
+	for _, i := range c.opened {
+		if nc := &c.conns[i]; nc.live && nc.state == cConnecting && c.stack.TCPEstablished(nc.h) {
+			c.connected(nc) // its entry in connecting goes when the scan finds it open
+		}
+	}
+	c.opened = c.opened[:0]
 	for range min(len(c.connecting), connScan) {
 		if c.scan >= len(c.connecting) {
 			c.scan = 0
@@ -399,6 +409,11 @@ func (c *nclient) write(nc *nconn, k int) {
 // Output implements netstack.TCPApp: the unacknowledged request bytes, in
 // one slice or, wrapping around the ring, two.
 func (nc *nconn) Output() [][]byte {
+	if nc.state == cConnecting {
+		// TCP asks for output once the handshake completes: After
+		// starts the requests.
+		nc.cl.opened = append(nc.cl.opened, nc.idx)
+	}
 	if nc.pend == 0 {
 		return nc.outv[:0]
 	}
