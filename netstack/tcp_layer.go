@@ -156,15 +156,18 @@ type TCPStats struct {
 	InSegs, OutSegs uint64 `stat:"count"`
 	Retransmits     uint64 `stat:"count"` // data, SYN, SYN-ACK or FIN segments sent again
 
-	HeaderDrop   uint64 `stat:"drop"` // truncated header or bad data offset
-	ChecksumDrop uint64 `stat:"drop"`
-	OptionDrop   uint64 `stat:"drop"`  // malformed options
-	NoPortRST    uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
-	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
-	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
-	SynShed      uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
-	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
-	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
+	HeaderDrop    uint64 `stat:"drop"` // truncated header or bad data offset
+	ChecksumDrop  uint64 `stat:"drop"`
+	OptionDrop    uint64 `stat:"drop"`  // malformed options
+	NoPortRST     uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
+	NoConnDrop    uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
+	TableFull     uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
+	SynShed       uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
+	SynCreditShed uint64 `stat:"drop"`  // SYN dropped without flight credit: its SYN-ACK would draw in segments the link has no frames for (Stack.FlightCredit); the client sends it again
+	TxNoBuf       uint64 `stat:"drop"`  // segment not sent: no tx frame
+	TxRetries     uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
+	FlightsHeld   uint64 `stat:"count"` // connections that waited for flight credit before sending new data (Stack.FlightCredit)
+	HeldPolls     uint64 `stat:"count"` // polls that left connections waiting for flight credit
 
 	PassiveOpens, ActiveOpens uint64 `stat:"count"`
 	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
@@ -269,6 +272,7 @@ type tcpLayer struct {
 	woken     []TCPHandle // conns to run output for at the next poll
 	wokenNext []TCPHandle // the other list runWoken swaps in
 	timers    tcpTimers
+	held      tcpHeld     // connections waiting for flight credit (tcp_hold.go)
 	rbufs     []rcvBuffer // free receive buffers
 	rbufsMade int
 	txRings   []*tcpTxRingBuf // free RACK rings
@@ -323,6 +327,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		nextPort: cfg.PortLo,
 		twHead:   -1,
 		twTail:   -1,
+		held:     tcpHeld{credit: -1},
 	}
 	if !now.IsZero() {
 		l.setNow(now)
@@ -498,6 +503,9 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
+	if l.held.n > 0 {
+		l.releaseHeld()
+	}
 	for len(l.timers.h) > 0 && l.timers.h[0].at <= l.now {
 		c := l.conns[l.timers.h[0].id]
 		l.fire(c)
@@ -506,7 +514,7 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 		}
 	}
 	switch {
-	case len(l.woken) > 0:
+	case len(l.woken) > 0 || l.held.n > 0:
 		return now
 	case len(l.timers.h) > 0:
 		return l.epoch.Add(time.Duration(l.timers.h[0].at))
