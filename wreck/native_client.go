@@ -35,20 +35,28 @@ type nclient struct {
 	swept      int     // the next slot a tick checks for timeouts (sweepRange)
 	begun      bool    // every slot was queued to connect (begin)
 
-	// ready is the open loop's (--rate, keep-alive) open connections that
-	// may take another request, oldest first: a ring of slots, each at most
-	// once (inReady), so that a request finds its connection in O(1)
-	// however many slots are still connecting, and every connection gets
-	// its turn.
+	// ready is the open connections that may take another request,
+	// oldest first: a ring of slots, each at most once (inReady), so that
+	// a request finds its connection in O(1) however many slots are still
+	// connecting, and every connection gets its turn. The open loop (--rate,
+	// keep-alive) takes them as requests come due; the closed loop parks
+	// connections there while maxOut requests are in flight.
 	ready             []int32
 	readyHead, readyN int
-	aborts            []int32 // slots to reset at the next step (a failure found inside Feed)
-	inStack           bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	paced             bool    // slots wait on retry for --connect-rate: its timer wakes the shard
-	woke              bool    // a connection was woken outside Stack.Poll: poll again before sleeping
-	down              bool    // the run is over and every connection reset
-	seqOff            int
-	reqLen            int
+
+	// maxOut bounds the closed loop's requests in flight (0: no bound):
+	// each draws a response into one of the queue's receive frames, and a
+	// response that finds none is dropped, so no more go out than the
+	// frames hold. The others wait in ready, their latency counting from
+	// when they could have gone.
+	maxOut  int
+	aborts  []int32 // slots to reset at the next step (a failure found inside Feed)
+	inStack bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	paced   bool    // slots wait on retry for --connect-rate: its timer wakes the shard
+	woke    bool    // a connection was woken outside Stack.Poll: poll again before sleeping
+	down    bool    // the run is over and every connection reset
+	seqOff  int
+	reqLen  int
 
 	nowT time.Time // the stack's time of this step
 }
@@ -94,6 +102,7 @@ type nconn struct {
 
 	seqSent, seqWant uint64
 	since, wakeAt    int64
+	readyAt          int64 // closed loop: when the slot was parked on the ready ring
 }
 
 // newNClient builds conns connections to dst:port, the shard's or, on a
@@ -258,6 +267,9 @@ func (c *nclient) After(now time.Time) bool {
 	s := c.acct
 	c.inStack = false
 	c.runAborts()
+	if !s.rate && c.readyN > 0 {
+		c.unpark()
+	}
 	if len(c.connecting) > 0 {
 		c.checkConnecting()
 	}
@@ -375,17 +387,69 @@ func (c *nclient) fill(nc *nconn) {
 	if !s.rate && (nc.n > 0 || nc.pend > 0) {
 		return
 	}
+	if !s.rate && c.maxOut > 0 {
+		if nc.inReady {
+			return // parked: unpark sends
+		}
+		if c.readyN > 0 || c.inFlight() >= c.maxOut {
+			c.park(nc)
+			return
+		}
+	}
+	c.send(nc, s.now)
+}
+
+// send writes the requests nc has room for; a closed-loop request's
+// latency counts from start.
+func (c *nclient) send(nc *nconn, start int64) {
+	s := c.acct
 	k := 0
 	for nc.n < c.cfg.Pipeline && nc.pend+(k+1)*c.reqLen <= len(nc.req) {
 		t, ok := s.take()
 		if !ok {
 			break
 		}
+		if !s.rate {
+			t = start
+		}
 		nc.push(t, s.now)
 		k++
 	}
 	if k > 0 {
 		c.write(nc, k)
+	}
+}
+
+// inFlight is the shard's requests sent and not yet answered or given back.
+func (c *nclient) inFlight() int { return int(c.acct.issued - c.acct.done) }
+
+// park puts nc, ready for its next closed-loop request, at the back of
+// the ready ring.
+func (c *nclient) park(nc *nconn) {
+	i := c.readyHead + c.readyN
+	if i >= len(c.ready) {
+		i -= len(c.ready)
+	}
+	c.ready[i] = nc.idx
+	c.readyN++
+	nc.inReady = true
+	nc.readyAt = c.acct.now
+}
+
+// unpark sends the parked connections' requests, oldest first, while
+// fewer than maxOut are in flight.
+func (c *nclient) unpark() {
+	s := c.acct
+	for c.readyN > 0 && c.inFlight() < c.maxOut && !s.finished {
+		nc := &c.conns[c.ready[c.readyHead]]
+		if c.readyHead++; c.readyHead == len(c.ready) {
+			c.readyHead = 0
+		}
+		c.readyN--
+		nc.inReady = false
+		if nc.state == cOpen && !nc.closing && !nc.failed && nc.n == 0 && nc.pend == 0 {
+			c.send(nc, nc.readyAt)
+		}
 	}
 }
 
