@@ -172,9 +172,10 @@ func (d *nshard) tick() {
 func clientTableSize(slots int) int { return max(4096, 4*slots) }
 
 // closedLoopMax is the closed loop's requests in flight on a queue: three
-// quarters of its receive frames, one a response, the rest kept for
-// SYN-ACKs, ACKs and retransmissions.
-func closedLoopMax(s native.Sizing) int { return s.RxFrames() * 3 / 4 }
+// quarters of its receive frames at two a request (the response and, where
+// the server holds the response back, its ACK of the request first), the
+// rest kept for SYN-ACKs and retransmissions.
+func closedLoopMax(s native.Sizing) int { return s.RxFrames() * 3 / 8 }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {
