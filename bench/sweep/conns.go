@@ -324,7 +324,9 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 // CPU time over the measured interval (after the warm-up) to it.
 func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, p *proc, port int, k ConnsKey, idle uint64) (ConnsSample, error) {
 	n := k.Conns
-	warmup := time.Duration(float64(n)/cfg.ConnectRate*float64(time.Second)) + 3*time.Second
+	// The connects take n / rate, and as long again for those the server
+	// shed while its frames were short and the client sent again.
+	warmup := time.Duration(2*float64(n)/cfg.ConnectRate*float64(time.Second)) + 3*time.Second
 	addrs := (n + portsPerAddr - 1) / portsPerAddr
 	argv := []string{bins.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
 		"--host-ipv4-addr", fmt.Sprintf("%s-%s", lab.Host(t.lab.Subnet, 3), lab.Host(t.lab.Subnet, byte(2+addrs))),

@@ -27,7 +27,7 @@ func (r *ConnsResults) Markdown(w io.Writer, svg string) {
 	p("Method: one lab with one queue, each server on the last CPU (one shard or worker), the client on the first:\n")
 	p("wreck on percore's native stack (AF_XDP and userspace TCP, so no descriptor a connection), from as many\n")
 	p("addresses as the count needs (%d source ports each). It opens the connections at %.0f/s and measures\n", portsPerAddr, cfg.ConnectRate)
-	p("for %v after they are open (`--warmup`). A kernel-stack server's veth end gets an XDP program that passes\n", cfg.Duration)
+	p("for %v after twice the time that takes, plus 3 s (`--warmup`: connects the server shed try again). A kernel-stack server's veth end gets an XDP program that passes\n", cfg.Duration)
 	p("every frame, which a veth end needs to receive what an AF_XDP socket on its peer sends. The closed loop keeps\n")
 	p("one request in flight on every connection; the open loop sends %.0f requests/s in all, spread over the\n", cfg.OpenRate)
 	p("connections in turn, so every connection stays open and sends one request every count/%.0f s; its latency\n", cfg.OpenRate)
