@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // Receive-frame backpressure. A link such as AF_XDP receives into a fixed
 // set of frames, one a segment however small; when more segments arrive
 // between two polls than it has frames, the link drops them and the peers
@@ -16,20 +18,22 @@ package netstack
 // connection waits in a FIFO and goes, in turn, at a later poll: the
 // backlog stays in the connections (a handle each) rather than in frames,
 // nothing is dropped, and each connection's wait is the queue's, in order.
-// A SYN-ACK is a flight too (the handshake's ACK and a first request come
-// back): a SYN that finds no credit is dropped, counted, and the client
-// sends it again, so that a burst of opens cannot crowd out the frames
-// the established connections need. Data already in flight,
-// retransmissions and ACKs are never held: they answer segments already
-// counted, or repair.
+// A connection waits at most maxHold: an app's own timeouts (httpd's) run
+// while its answer waits, and a wait that long means the frames are held
+// elsewhere. Data already in flight, retransmissions, ACKs and handshakes
+// are never held: they answer segments already counted, or repair (a burst
+// of SYNs is absorbed by the backlog and cookies, and the first requests it
+// brings are a connection each).
 
 // tcpHeld is the FIFO of connections waiting for credit, and the record
 // of the flights credit let go that may not have been answered yet.
 type tcpHeld struct {
 	ring      []TCPHandle // waiting, oldest at head; each conn at most once (marked woken)
+	since     []int64     // when each entry of ring began to wait
 	head, n   int
 	credit    int  // new flights this poll may still start; < 0: no limit
 	releasing bool // releaseHeld is running: the head of the FIFO goes first
+	overdue   bool // releaseHeld lets an entry past maxHold go without credit
 
 	// flights is a ring of the ids of conns that started a flight under
 	// credit, each at most once (bit set in flying). A flight ends when
@@ -43,6 +47,9 @@ type tcpHeld struct {
 	flying  []uint64
 	started int // flights recorded since the last sweep
 }
+
+// maxHold bounds a connection's wait for credit.
+const maxHold = int64(100 * time.Millisecond)
 
 // sweepSpare is how many flights a sweep checks beyond those started
 // since the last, so that the record catches up when starts stop.
@@ -77,29 +84,13 @@ func (l *tcpLayer) flightCredit(n int) {
 	if q.ring == nil {
 		m := l.cfg.MaxConns
 		q.ring = make([]TCPHandle, m)
+		q.since = make([]int64, m)
 		q.flights = make([]int32, m)
 		q.flying = make([]uint64, (m+63)/64)
 	}
 	l.sweepFlights(q.started + sweepSpare)
 	q.started = 0
 	q.credit = max(n-q.fN, 0)
-}
-
-// acceptCredit reports whether a SYN to a listener may be answered: its
-// SYN-ACK is a flight too: the handshake's ACK and the first request come
-// back. It takes the poll's credit, but is not recorded: a half-open
-// connection whose client went away would hold credit until its SYN-ACKs
-// run out.
-func (l *tcpLayer) acceptCredit() bool {
-	q := &l.held
-	switch {
-	case q.credit < 0:
-		return true
-	case q.credit > 0:
-		q.credit--
-		return true
-	}
-	return false
 }
 
 // sweepFlights checks up to k recorded flights, oldest first.
@@ -125,8 +116,8 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 	if q.credit < 0 {
 		return false
 	}
-	if q.credit > 0 && (q.n == 0 || q.releasing) && int(c.id) < len(q.ring) {
-		q.credit--
+	if (q.credit > 0 && (q.n == 0 || q.releasing) || q.overdue) && int(c.id) < len(q.ring) {
+		q.credit = max(q.credit-1, 0)
 		if bit := uint64(1) << (c.id % 64); q.flying[c.id/64]&bit == 0 {
 			q.flying[c.id/64] |= bit
 			q.flights[(q.fHead+q.fN)%len(q.flights)] = c.id
@@ -147,18 +138,26 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 		return false // cannot happen: a conn is in it at most once, and ids stay under MaxConns
 	}
 	c.woken = true
-	q.ring[(q.head+q.n)%len(q.ring)] = TCPHandle{id: c.id, gen: c.gen}
+	i := (q.head + q.n) % len(q.ring)
+	q.ring[i], q.since[i] = TCPHandle{id: c.id, gen: c.gen}, l.now
 	q.n++
 	l.stats.FlightsHeld++
 	return true
 }
 
 // releaseHeld runs the output of held connections, oldest first, while the
-// poll's credit lasts.
+// poll's credit lasts, and of those that waited maxHold without it.
 func (l *tcpLayer) releaseHeld() {
 	q := &l.held
 	q.releasing = true
-	for q.n > 0 && q.credit != 0 {
+	for q.n > 0 {
+		q.overdue = q.credit == 0 && l.now-q.since[q.head] >= maxHold
+		if q.credit == 0 && !q.overdue {
+			break
+		}
+		if q.overdue {
+			l.stats.HeldOverdue++
+		}
 		h := q.ring[q.head]
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
@@ -175,7 +174,7 @@ func (l *tcpLayer) releaseHeld() {
 			l.schedule(c)
 		}
 	}
-	q.releasing = false
+	q.releasing, q.overdue = false, false
 	if q.n > 0 {
 		l.stats.HeldPolls++
 	}

@@ -1,6 +1,9 @@
 package netstack
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestTCPFlightCredit: with credit for one flight, the first connection
 // answers at once; the second holds its answer, acknowledges the request
@@ -48,19 +51,22 @@ func TestTCPFlightCredit(t *testing.T) {
 	x.expect(seg{TCPFields: fl(PA, 1005, 5009, 32760), data: "ping"})
 }
 
-// TestTCPFlightCreditSYN: a SYN that finds no credit is dropped and
-// counted; with credit it is answered.
-func TestTCPFlightCreditSYN(t *testing.T) {
+// TestTCPFlightCreditOverdue: a connection that waited maxHold for
+// credit goes without it, counted.
+func TestTCPFlightCreditOverdue(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
+	_, app := x.establish()
+	app.echo = true
 	x.l.flightCredit(0)
-	x.send(seg{TCPFields: TCPFields{Flags: TCPFlagSYN, Seq: 5000, Window: 65535, MSS: 1460}})
+	x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "ping"})
+	x.expect(seg{TCPFields: fl(A, 1001, 5005, 32764)})
+	x.l.flightCredit(0)
+	x.advance(time.Duration(maxHold) - 1)
 	x.expectNothing()
-	if st := x.stats(); st.SynCreditShed != 1 || st.SynRcvd != 0 {
-		t.Fatalf("shed %d, syn-rcvd %d", st.SynCreditShed, st.SynRcvd)
-	}
-	x.l.flightCredit(1)
-	x.send(seg{TCPFields: TCPFields{Flags: TCPFlagSYN, Seq: 5000, Window: 65535, MSS: 1460}})
-	if got := x.recv(); len(got) != 1 || got[0].Flags != TCPFlagSYN|TCPFlagACK {
-		t.Fatalf("sent %v, want a SYN-ACK", got)
+	x.l.flightCredit(0)
+	x.advance(1)
+	x.expect(seg{TCPFields: fl(PA, 1001, 5005, 32764), data: "ping"})
+	if st := x.stats(); st.HeldOverdue != 1 || x.l.held.n != 0 {
+		t.Fatalf("overdue %d, held %d", st.HeldOverdue, x.l.held.n)
 	}
 }

@@ -156,18 +156,18 @@ type TCPStats struct {
 	InSegs, OutSegs uint64 `stat:"count"`
 	Retransmits     uint64 `stat:"count"` // data, SYN, SYN-ACK or FIN segments sent again
 
-	HeaderDrop    uint64 `stat:"drop"` // truncated header or bad data offset
-	ChecksumDrop  uint64 `stat:"drop"`
-	OptionDrop    uint64 `stat:"drop"`  // malformed options
-	NoPortRST     uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
-	NoConnDrop    uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
-	TableFull     uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
-	SynShed       uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
-	SynCreditShed uint64 `stat:"drop"`  // SYN dropped without flight credit: its SYN-ACK would draw in segments the link has no frames for (Stack.FlightCredit); the client sends it again
-	TxNoBuf       uint64 `stat:"drop"`  // segment not sent: no tx frame
-	TxRetries     uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
-	FlightsHeld   uint64 `stat:"count"` // connections that waited for flight credit before sending new data (Stack.FlightCredit)
-	HeldPolls     uint64 `stat:"count"` // polls that left connections waiting for flight credit
+	HeaderDrop   uint64 `stat:"drop"` // truncated header or bad data offset
+	ChecksumDrop uint64 `stat:"drop"`
+	OptionDrop   uint64 `stat:"drop"`  // malformed options
+	NoPortRST    uint64 `stat:"count"` // segment to a port nobody listens on, answered by RST
+	NoConnDrop   uint64 `stat:"drop"`  // segment for no connection that gets no RST (a RST itself, or a stray SYN-ACK)
+	TableFull    uint64 `stat:"drop"`  // SYN dropped: MaxConns reached
+	SynShed      uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
+	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
+	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
+	FlightsHeld  uint64 `stat:"count"` // connections that waited for flight credit before sending new data (Stack.FlightCredit)
+	HeldPolls    uint64 `stat:"count"` // polls that left connections waiting for flight credit
+	HeldOverdue  uint64 `stat:"count"` // held connections let go without credit after maxHold
 
 	PassiveOpens, ActiveOpens uint64 `stat:"count"`
 	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST

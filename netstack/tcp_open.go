@@ -54,10 +54,6 @@ func (l *tcpLayer) synListen(ls *tcpListener, k tcpKey, f *TCPFields) {
 		l.stats.SynShed++
 		return
 	}
-	if !l.acceptCredit() {
-		l.stats.SynCreditShed++
-		return
-	}
 	if !l.roomForConn() {
 		l.stats.TableFull++
 		return
