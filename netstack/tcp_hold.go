@@ -17,7 +17,7 @@ import "time"
 // and a connection starts a new flight only against it. Without credit the
 // connection waits in a FIFO and goes, in turn, at a later poll: the
 // backlog stays in the connections (a handle each) rather than in frames,
-// nothing is dropped, and each connection's wait is the queue's, in order.
+// and each connection's wait is the queue's, in order.
 // A connection waits at most maxHold: an app's own timeouts (httpd's) run
 // while its answer waits, and a wait that long means the frames are held
 // elsewhere. Data already in flight, retransmissions, ACKs and handshakes
@@ -65,14 +65,6 @@ func (s *Stack) FlightCredit(n int) {
 	if s.tcp != nil {
 		s.tcp.flightCredit(n)
 	}
-}
-
-// TCPHeld is the number of connections waiting for flight credit.
-func (s *Stack) TCPHeld() int {
-	if s.tcp == nil {
-		return 0
-	}
-	return s.tcp.held.n
 }
 
 func (l *tcpLayer) flightCredit(n int) {
