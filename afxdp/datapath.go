@@ -244,6 +244,10 @@ func (s *Socket) Complete() int {
 	return int(got)
 }
 
+// FillQueued is the frames on the fill ring that the kernel has not taken
+// yet: what it can still receive into.
+func (s *Socket) FillQueued() int { return int(s.fill.outstanding()) }
+
 // FreeFrames returns the length of the free list.
 func (s *Socket) FreeFrames() int { return len(s.free) }
 

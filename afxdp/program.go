@@ -49,7 +49,6 @@ type ProgramConfig struct {
 	Aliases   []netip.Addr // more IPv4 addresses of ours, steered as IP is
 	Ports     []uint16     // local TCP ports to steer at start (listen ports)
 	MaxQueues int          // XSKMAP entries [64]
-	MaxPorts  int          // port map entries [1024]
 
 	// AllTCP steers every TCP segment to IP, whatever its port, so the
 	// stack answers a closed port with a RST as a host does (RFC 9293
@@ -62,7 +61,10 @@ type ProgramConfig struct {
 // socket of the frame's rx queue, with its three maps:
 //
 //	xsks   XSKMAP  rx queue -> socket
-//	ports  hash    TCP local port (network order) -> 1
+//	ports  array   TCP local port (as the program loads it: network
+//	               order) -> 1 if steered, 0 if not; every port has its
+//	               entry, so a client's tens of thousands of source ports
+//	               cost an indexed load, not a hash lookup per frame
 //	config array   [0] = our IPv4 (network order)
 //	addrs  hash    our aliases (network order) -> 1, looked up only when
 //	               there are aliases and a destination is not our IPv4
@@ -101,9 +103,6 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 	if c.MaxQueues == 0 {
 		c.MaxQueues = 64
 	}
-	if c.MaxPorts == 0 {
-		c.MaxPorts = 1024
-	}
 	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge maps to RLIMIT_MEMLOCK; best effort
 	p := &Program{}
 	defer func() {
@@ -114,7 +113,7 @@ func NewProgram(c ProgramConfig) (_ *Program, err error) {
 	if p.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(c.MaxQueues)}); err != nil {
 		return nil, bpfErr("create xskmap", err)
 	}
-	if p.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_ports", Type: ebpf.Hash, KeySize: 2, ValueSize: 1, MaxEntries: uint32(c.MaxPorts)}); err != nil {
+	if p.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_ports", Type: ebpf.Array, KeySize: 4, ValueSize: 1, MaxEntries: 1 << 16}); err != nil {
 		return nil, bpfErr("create port map", err)
 	}
 	if p.config, err = ebpf.NewMap(&ebpf.MapSpec{Name: "percore_cfg", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
@@ -259,7 +258,18 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		asm.JGT.Reg(asm.R4, asm.R8, "pass"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
 	}
-	portCheck = append(portCheck, lookup(ports, -8, asm.Half, "redirect")...)
+	portCheck = append(portCheck, asm.Instructions{
+		// ports[r4] != 0: an array lookup, which the JIT inlines.
+		asm.StoreMem(asm.RFP, -8, asm.R4, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.LoadMapPtr(asm.R1, ports),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R4, asm.R0, 0, asm.Byte),
+		asm.JEq.Imm(asm.R4, 0, "pass"),
+		asm.Ja.Label("redirect"),
+	}...)
 	if allTCP {
 		portCheck = asm.Instructions{asm.Ja.Label("redirect")}
 	}
@@ -295,7 +305,9 @@ func (p *Program) SetIP(ip netip.Addr) error {
 	return nil
 }
 
-func portKey(port uint16) [2]byte { return [2]byte{byte(port >> 8), byte(port)} }
+// portKey is port's index in the port map: the value a native-endian load
+// of its network-order bytes yields, as the program loads it.
+func portKey(port uint16) uint32 { return uint32(be16(port)) }
 
 // AllowPort steers TCP segments to local port port (a listen port, or the
 // local port of an active open).
@@ -308,7 +320,7 @@ func (p *Program) AllowPort(port uint16) error {
 
 // RemovePort stops steering TCP port port; a port not present is not an error.
 func (p *Program) RemovePort(port uint16) error {
-	if err := p.ports.Delete(portKey(port)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := p.ports.Put(portKey(port), uint8(0)); err != nil {
 		return bpfErr(fmt.Sprintf("remove port %d", port), err)
 	}
 	return nil

@@ -339,7 +339,6 @@ func (d *Device) attach() error {
 		Aliases:   c.Aliases,
 		Ports:     c.Ports,
 		MaxQueues: max(64, d.rxq),
-		MaxPorts:  max(1024, len(c.Ports)+span),
 		AllTCP:    d.allTCP,
 	})
 	if err != nil {

@@ -73,6 +73,7 @@ type Queue struct {
 	frags  *fragRouter         // the device's; nil with one queue
 	id     int                 // the stack's in frags: the rx queue's, or (forwarded) the shard's
 	low    int                 // free transmit frames under which new connections are shed
+	rxKeep int                 // fill-ring frames flight credit leaves for segments nobody paces: SYNs, ACKs, repairs
 	closed bool
 	xsk    afxdp.Stats // the socket's numbers as it closed
 }
@@ -155,6 +156,7 @@ const linkBatch = 64
 // newStack builds q's stack with TCP on, over q.link.
 func (d *Device) newStack(q *Queue, tc netstack.TCPConfig) (err error) {
 	q.low = q.size.Frames / 2 / lowFraction
+	q.rxKeep = q.size.Frames / 2 / lowFraction
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
 	sc.Netmask, _ = netstack.IPv4AddrFrom(d.cfg.Netmask)
@@ -231,6 +233,13 @@ func (q *Queue) Poll(now time.Time) bool {
 	}
 	q.stack.ShedSYNs(short)
 	q.stack.FramesShort(short)
+	if q.sock != nil {
+		// New flights of data are what draw segments in: TCP starts
+		// no more of them than the fill ring can take (tcp.flights_held
+		// counts those that waited), so that a burst from many
+		// connections waits in TCP rather than being dropped.
+		q.stack.FlightCredit(max(q.sock.FillQueued()-q.rxKeep, 0))
+	}
 	if q.frags != nil {
 		q.stats.FragsIn += uint64(q.frags.drain(q.id, now, q.stack, q.link))
 	}

@@ -55,6 +55,10 @@ func SizeFor(conns, frames int) Sizing {
 	return s
 }
 
+// RxFrames is the UMEM frames the queue receives into: what can arrive
+// between two polls, one frame a segment.
+func (s Sizing) RxFrames() int { return s.Frames / 2 }
+
 // UMEMBytes is the memory of the UMEM at frameSize bytes a frame.
 func (s Sizing) UMEMBytes(frameSize int) int { return s.Frames * frameSize }
 

@@ -188,7 +188,7 @@ func BenchmarkTCPIdleConnBytes(b *testing.B) {
 			b.Fatalf("%d conns, %d opens", l.stats.Conns, l.stats.PassiveOpens)
 		}
 		heap := float64(m1.HeapAlloc-m0.HeapAlloc) / n
-		fixed := float64(len(l.table.slots)*int(unsafe.Sizeof(tcpSlot{}))+cap(l.timers.h)*8) / float64(cfg.MaxConns)
+		fixed := float64(len(l.table.slots)*int(unsafe.Sizeof(tcpSlot{}))+cap(l.timers.h)*int(unsafe.Sizeof(tcpTimer{}))+cap(l.timers.pos)*4) / float64(cfg.MaxConns)
 		b.ReportMetric(heap, "heapB/conn")
 		b.ReportMetric(fixed, "tableB/conn")
 		b.ReportMetric(heap+fixed, "B/conn")

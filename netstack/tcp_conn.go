@@ -59,7 +59,6 @@ type tcpConn struct {
 	twPrev    int32 // TIME-WAIT list (oldest first), conn ids; -1 at the ends
 	twNext    int32
 	gen       int32 // generation, for TCPHandle; changes on every reuse
-	heapIdx   int32 // position in the timer heap, -1 if not there
 	state     tcpState
 	passive   bool // opened by a listener (SYN-RECEIVED goes back to LISTEN)
 	cookie    bool // established from a SYN cookie
@@ -188,7 +187,7 @@ func (l *tcpLayer) newConn(k tcpKey) *tcpConn {
 	}
 	c.key = k
 	c.rcvBuffer = &l.noRcvBuf
-	c.heapIdx, c.twPrev, c.twNext = -1, -1, -1
+	c.twPrev, c.twNext = -1, -1
 	l.gen++
 	if l.gen <= 0 {
 		l.gen = 1
@@ -240,7 +239,7 @@ func (l *tcpLayer) closeConn(c *tcpConn) {
 	l.releaseApp(c)
 	l.freeRcvBuf(c)
 	l.freeTxRing(c)
-	l.timers.remove(c)
+	l.timers.remove(c.id)
 	l.table.remove(c.key)
 	l.stats.Conns--
 	l.free = append(l.free, c)

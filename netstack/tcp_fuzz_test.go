@@ -195,8 +195,8 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 				t.Fatalf("sacked range %v una %d max %d", r, c.sndUna, c.sndMax)
 			}
 		}
-		if (c.heapIdx >= 0) != (c.deadline != 0) || (c.heapIdx >= 0 && l.timers.h[c.heapIdx] != c) {
-			t.Fatalf("%v: heapIdx %d deadline %d", c.state, c.heapIdx, c.deadline)
+		if at := l.timers.pos[c.id]; (at != 0) != (c.deadline != 0) || (at != 0 && l.timers.h[at-1] != tcpTimer{c.deadline, c.id}) {
+			t.Fatalf("%v: heap position %d deadline %d", c.state, at, c.deadline)
 		}
 		if c.state != tcpTimeWait && c.state != tcpClosed && c.state != tcpSynRcvd && c.state != tcpSynSent &&
 			c.deadline == 0 && c.sndMax != c.sndUna {
@@ -219,7 +219,7 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 		t.Fatalf("TIME-WAIT list has %d, gauge %d", tw, l.stats.TimeWaits)
 	}
 	for i := 1; i < len(l.timers.h); i++ {
-		if l.timers.h[(i-1)/2].deadline > l.timers.h[i].deadline {
+		if l.timers.h[(i-1)/heapArity].at > l.timers.h[i].at {
 			t.Fatal("timer heap order broken")
 		}
 	}

@@ -10,8 +10,8 @@ type tcpKey struct {
 }
 
 // sipHash24 is SipHash-2-4 of the 16 bytes (a, b) under key (k0, k1). It keys
-// the ISN (RFC 6528), SYN cookies and the connection table hash, so a peer
-// cannot predict sequence numbers or aim at a hash bucket.
+// the ISN (RFC 6528) and SYN cookies, so that a peer cannot predict
+// sequence numbers or forge a cookie.
 func sipHash24(k0, k1, a, b uint64) uint64 {
 	v0 := k0 ^ 0x736f6d6570736575
 	v1 := k1 ^ 0x646f72616e646f6d

@@ -165,6 +165,9 @@ type TCPStats struct {
 	SynShed      uint64 `stat:"drop"`  // SYN dropped while the link ran short of frames (ShedSYNs): the client sends it again
 	TxNoBuf      uint64 `stat:"drop"`  // segment not sent: no tx frame
 	TxRetries    uint64 `stat:"count"` // connections queued to send again at the next poll after TxNoBuf
+	FlightsHeld  uint64 `stat:"count"` // connections that waited for flight credit before sending new data (Stack.FlightCredit)
+	HeldPolls    uint64 `stat:"count"` // polls that left connections waiting for flight credit
+	HeldOverdue  uint64 `stat:"count"` // held connections let go without credit after maxHold
 
 	PassiveOpens, ActiveOpens uint64 `stat:"count"`
 	AcceptRefused             uint64 `stat:"count"` // Accept returned nil: RST
@@ -268,7 +271,8 @@ type tcpLayer struct {
 	gen       int32       // generation of the last conn handed out (TCPHandle)
 	woken     []TCPHandle // conns to run output for at the next poll
 	wokenNext []TCPHandle // the other list runWoken swaps in
-	timers    tcpHeap
+	timers    tcpTimers
+	held      tcpHeld      // connections waiting for flight credit (tcp_hold.go)
 	rbufs     []*rcvBuffer // free receive buffers
 	rbufsMade int
 	txRings   []*tcpTxRingBuf // free RACK rings
@@ -324,13 +328,14 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		nextPort: cfg.PortLo,
 		twHead:   -1,
 		twTail:   -1,
+		held:     tcpHeld{credit: -1},
 	}
 	if !now.IsZero() {
 		l.setNow(now)
 	}
 	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
 	l.table.init(cfg.MaxConns, l.sec.table)
-	l.timers.h = make([]*tcpConn, 0, cfg.MaxConns)
+	l.timers.init(cfg.MaxConns)
 	return l
 }
 
@@ -499,18 +504,21 @@ func (l *tcpLayer) poll(now time.Time) time.Time {
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}
-	for len(l.timers.h) > 0 && l.timers.h[0].deadline <= l.now {
-		c := l.timers.h[0]
+	if l.held.n > 0 {
+		l.releaseHeld()
+	}
+	for len(l.timers.h) > 0 && l.timers.h[0].at <= l.now {
+		c := l.conns[l.timers.h[0].id]
 		l.fire(c)
 		if c.state != tcpClosed {
 			l.schedule(c)
 		}
 	}
 	switch {
-	case len(l.woken) > 0:
+	case len(l.woken) > 0 || l.held.n > 0:
 		return now
 	case len(l.timers.h) > 0:
-		return l.epoch.Add(time.Duration(l.timers.h[0].deadline))
+		return l.epoch.Add(time.Duration(l.timers.h[0].at))
 	}
 	return time.Time{}
 }

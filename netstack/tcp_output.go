@@ -277,6 +277,9 @@ func (l *tcpLayer) sendData(c *tcpConn) bool {
 			if !seq.lt(wndEnd) {
 				break
 			}
+			if c.sndMax == c.sndUna && l.holdFlight(c) {
+				break // a new flight waits for receive frames (tcp_hold.go)
+			}
 			left := dataEnd.diff(seq)
 			n := min(uint32(c.mss), left, wndEnd.diff(seq))
 			// Sender SWS avoidance (RFC 9293 3.8.6.2.1): no runt the

@@ -31,24 +31,33 @@ type nclient struct {
 	conns      []nconn
 	retry      []int32 // slots to connect at the next step
 	connecting []int32 // slots whose handshake is under way (or was: removed as checkConnecting finds them)
+	opened     []int32 // slots whose handshake completed in this step (TCP asked them for output), maybe twice
 	scan       int     // where checkConnecting goes on in connecting
 	swept      int     // the next slot a tick checks for timeouts (sweepRange)
 	begun      bool    // every slot was queued to connect (begin)
 
-	// ready is the open loop's (--rate, keep-alive) open connections that
-	// may take another request, oldest first: a ring of slots, each at most
-	// once (inReady), so that a request finds its connection in O(1)
-	// however many slots are still connecting, and every connection gets
-	// its turn.
+	// ready is the open connections that may take another request,
+	// oldest first: a ring of slots, each at most once (inReady), so that
+	// a request finds its connection in O(1) however many slots are still
+	// connecting, and every connection gets its turn. The open loop (--rate,
+	// keep-alive) takes them as requests come due; the closed loop parks
+	// connections there while maxOut requests are in flight.
 	ready             []int32
 	readyHead, readyN int
-	aborts            []int32 // slots to reset at the next step (a failure found inside Feed)
-	inStack           bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	paced             bool    // slots wait on retry for --connect-rate: its timer wakes the shard
-	woke              bool    // a connection was woken outside Stack.Poll: poll again before sleeping
-	down              bool    // the run is over and every connection reset
-	seqOff            int
-	reqLen            int
+
+	// maxOut bounds the closed loop's requests in flight (0: no bound):
+	// each draws a response into one of the queue's receive frames, and a
+	// response that finds none is dropped, so no more go out than the
+	// frames hold. The others wait in ready, their latency counting from
+	// when they could have gone.
+	maxOut  int
+	aborts  []int32 // slots to reset at the next step (a failure found inside Feed)
+	inStack bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
+	paced   bool    // slots wait on retry for --connect-rate: its timer wakes the shard
+	woke    bool    // a connection was woken outside Stack.Poll: poll again before sleeping
+	down    bool    // the run is over and every connection reset
+	seqOff  int
+	reqLen  int
 
 	// --tls (native_tls.go): the shard's mailbox for the handshakes, and
 	// the configuration they start from; nil: cleartext.
@@ -99,6 +108,7 @@ type nconn struct {
 
 	seqSent, seqWant uint64
 	since, wakeAt    int64
+	readyAt          int64 // closed loop: when the slot was parked on the ready ring
 
 	// --tls: the connection's TLS (nil before its handshake starts), and
 	// the slot's own configuration when it resumes sessions (its ticket).
@@ -116,6 +126,7 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 		conns:      make([]nconn, conns),
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
+		opened:     make([]int32, 0, conns),
 		aborts:     make([]int32, 0, conns),
 		ready:      make([]int32, conns),
 		seqOff:     seqOff, reqLen: len(req),
@@ -267,6 +278,9 @@ func (c *nclient) After(now time.Time) bool {
 	s := c.acct
 	c.inStack = false
 	c.runAborts()
+	if !s.rate && c.readyN > 0 {
+		c.unpark()
+	}
 	if len(c.connecting) > 0 {
 		c.checkConnecting()
 	}
@@ -305,13 +319,21 @@ func (c *nclient) connect(nc *nconn) {
 
 // connScan bounds checkConnecting's look at the handshakes under way, so
 // that tens of thousands of them (a burst of opens to a slow server) do not
-// cost every step a pass over all.
-const connScan = 1024
+// cost every step a pass over all. The handshakes that complete are found
+// through opened; the scan only drops the slots that were released, and
+// catches a handshake that completed without asking for output.
+const connScan = 64
 
 // checkConnecting moves slots whose handshake completed to cOpen and starts
-// their requests: at most connScan slots a step, going on where the last
-// step stopped.
+// their requests: those in opened, then at most connScan slots of
+// connecting, going on where the last step stopped.
 func (c *nclient) checkConnecting() {
+	for _, i := range c.opened {
+		if nc := &c.conns[i]; nc.live && nc.state == cConnecting && c.stack.TCPEstablished(nc.h) {
+			c.connected(nc) // its entry in connecting goes when the scan finds it open
+		}
+	}
+	c.opened = c.opened[:0]
 	for range min(len(c.connecting), connScan) {
 		if c.scan >= len(c.connecting) {
 			c.scan = 0
@@ -380,17 +402,69 @@ func (c *nclient) fill(nc *nconn) {
 	if !s.rate && (nc.n > 0 || nc.pend > 0) {
 		return
 	}
+	if !s.rate && c.maxOut > 0 {
+		if nc.inReady {
+			return // parked: unpark sends
+		}
+		if c.readyN > 0 || c.inFlight() >= c.maxOut {
+			c.park(nc)
+			return
+		}
+	}
+	c.send(nc, s.now)
+}
+
+// send writes the requests nc has room for; a closed-loop request's
+// latency counts from start.
+func (c *nclient) send(nc *nconn, start int64) {
+	s := c.acct
 	k := 0
 	for nc.n < c.cfg.Pipeline && nc.pend+(k+1)*c.reqLen <= len(nc.req) {
 		t, ok := s.take()
 		if !ok {
 			break
 		}
+		if !s.rate {
+			t = start
+		}
 		nc.push(t, s.now)
 		k++
 	}
 	if k > 0 {
 		c.write(nc, k)
+	}
+}
+
+// inFlight is the shard's requests sent and not yet answered or given back.
+func (c *nclient) inFlight() int { return int(c.acct.issued - c.acct.done) }
+
+// park puts nc, ready for its next closed-loop request, at the back of
+// the ready ring.
+func (c *nclient) park(nc *nconn) {
+	i := c.readyHead + c.readyN
+	if i >= len(c.ready) {
+		i -= len(c.ready)
+	}
+	c.ready[i] = nc.idx
+	c.readyN++
+	nc.inReady = true
+	nc.readyAt = c.acct.now
+}
+
+// unpark sends the parked connections' requests, oldest first, while
+// fewer than maxOut are in flight.
+func (c *nclient) unpark() {
+	s := c.acct
+	for c.readyN > 0 && c.inFlight() < c.maxOut && !s.finished {
+		nc := &c.conns[c.ready[c.readyHead]]
+		if c.readyHead++; c.readyHead == len(c.ready) {
+			c.readyHead = 0
+		}
+		c.readyN--
+		nc.inReady = false
+		if nc.state == cOpen && !nc.closing && !nc.failed && nc.n == 0 && nc.pend == 0 {
+			c.send(nc, nc.readyAt)
+		}
 	}
 }
 
@@ -418,6 +492,11 @@ func (c *nclient) write(nc *nconn, k int) {
 // Output implements netstack.TCPApp: the unacknowledged request bytes, in
 // one slice or, wrapping around the ring, two.
 func (nc *nconn) Output() [][]byte {
+	if nc.state == cConnecting {
+		// TCP asks for output once the handshake completes: After
+		// starts the requests.
+		nc.cl.opened = append(nc.cl.opened, nc.idx)
+	}
 	if nc.tls != nil {
 		return nc.tlsOutput()
 	}

@@ -283,3 +283,24 @@ func TestNativeClientCheckSeq(t *testing.T) {
 		t.Errorf("%d responses, errors %v, want a flow and no mismatch", c.Responses, c.Errors)
 	}
 }
+
+// TestNativeClientMaxOut: with maxOut 3, eight keep-alive connections keep
+// at most three requests in flight; the others wait their turn, and every
+// connection is served.
+func TestNativeClientMaxOut(t *testing.T) {
+	p := newNCPair(t, DefaultConfig(), 8, 400)
+	p.cl.maxOut = 3
+	most, parked := 0, 0
+	for i := 0; i < 200000 && !p.acct.finished; i++ {
+		p.step(10 * time.Microsecond)
+		most = max(most, p.cl.inFlight())
+		parked = max(parked, p.cl.readyN)
+	}
+	c := &p.acct.cnt
+	if c.Responses != 400 || c.failures() != 0 || c.Connects != 8 {
+		t.Fatalf("%d responses, %d connects, errors %v, want 400, 8 and none", c.Responses, c.Connects, c.Errors)
+	}
+	if most != 3 || parked == 0 {
+		t.Errorf("at most %d in flight (want 3), at most %d parked (want some)", most, parked)
+	}
+}

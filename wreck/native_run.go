@@ -192,6 +192,9 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 		}
 		d.qs = append(d.qs, nq)
 		nq.cl.use(nq.q.Stack(), nq.q.Link())
+		if pl, ok := nq.cl.(*nclient); ok { // the plain workload's closed loop
+			pl.maxOut = closedLoopMax(nq.q.Sizing())
+		}
 		if a.cfg.Progress != nil {
 			fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, nq.q.Describe())
 		}
@@ -214,6 +217,12 @@ func (d *nshard) tick() {
 // TIME-WAIT (the oldest of which TCP recycles when the table is full). The
 // queue's UMEM and rings follow it (native.SizeFor).
 func clientTableSize(slots int) int { return max(4096, 4*slots) }
+
+// closedLoopMax is the closed loop's requests in flight on a queue: three
+// quarters of its receive frames at two a request (the response and, where
+// the server holds the response back, its ACK of the request first), the
+// rest kept for SYN-ACKs and retransmissions.
+func closedLoopMax(s native.Sizing) int { return s.RxFrames() * 3 / 8 }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {

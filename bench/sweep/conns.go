@@ -55,7 +55,7 @@ type ConnsConfig struct {
 	Duration    time.Duration // each measured run, after the warm-up
 	OpenRate    float64       // open loop: total requests per second
 	ConnectRate float64       // connects per second while the connections open
-	Timeout     time.Duration // wreck --timeout
+	Timeout     time.Duration // wreck --timeout; 0: ConnsTimeout of each count
 	RT          bool          // the server and the client run SCHED_FIFO (chrt), ahead of other work on the machine
 	Out         string        // markdown tables ("": none)
 	SVG         string        // plot of closed-loop req/s per count ("": none)
@@ -69,10 +69,35 @@ type ConnsConfig struct {
 func DefaultConnsConfig() ConnsConfig {
 	return ConnsConfig{
 		Counts: []int{64, 1 << 10, 8 << 10, 64 << 10, 256 << 10, 1 << 20}, Servers: ConnsServers,
-		Loads: []string{LoadClosed, LoadOpen}, Duration: 10 * time.Second, OpenRate: 10000,
-		ConnectRate: 25000, Timeout: 10 * time.Second,
+		Loads: []string{LoadClosed, LoadOpen}, Duration: 10 * time.Second, OpenRate: 10000, ConnectRate: 25000,
 		Out: "bench/out/conns.md", SVG: "bench/out/conns.svg", JSON: "bench/out/conns.json",
 	}
+}
+
+// The client's timeout follows the count. A closed loop of n connections
+// keeps n requests in flight, so each waits about n / rate, the whole
+// queue, however fast the server: at 256K connections and the 25,000
+// req/s a loaded core still serves, 10 s. A connect whose SYN the server
+// shed for want of frames completes at the client's next try, 1, 3, 7 or
+// 15 s after the first.
+const (
+	minClosedRate  = 25000            // req/s: the closed loop's latency is count / rate
+	closedSlack    = 3                // times that latency before a request counts as lost
+	connectTimeout = 16 * time.Second // four SYNs: 1 + 2 + 4 + 8 s
+)
+
+// timeout is wreck's --timeout for n connections.
+func (c *ConnsConfig) timeout(n int) time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return ConnsTimeout(n)
+}
+
+// ConnsTimeout is wreck's --timeout for n connections: the larger of
+// connectTimeout and closedSlack times n / minClosedRate.
+func ConnsTimeout(n int) time.Duration {
+	return max(connectTimeout, time.Duration(closedSlack*float64(n)/minClosedRate*float64(time.Second)))
 }
 
 // ParseCount reads a connection count: 64, 1K (1,024), 256K, 1M (1,048,576).
@@ -115,8 +140,8 @@ func (c *ConnsConfig) Validate() error {
 		return fmt.Errorf("--open-rate %v: give the open loop's requests per second", c.OpenRate)
 	case c.ConnectRate <= 0:
 		return fmt.Errorf("--connect-rate %v: give connects per second", c.ConnectRate)
-	case c.Timeout <= 0:
-		return fmt.Errorf("--timeout %v: must be positive", c.Timeout)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout %v: must be positive (0: by the count)", c.Timeout)
 	}
 	for _, l := range c.Loads {
 		if l != LoadClosed && l != LoadOpen {
@@ -317,20 +342,22 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 // CPU time over the measured interval (after the warm-up) to it.
 func connsRun(ctx context.Context, cfg *ConnsConfig, bins *binaries, t *target, p *proc, port int, k ConnsKey, idle uint64) (ConnsSample, error) {
 	n := k.Conns
-	warmup := time.Duration(float64(n)/cfg.ConnectRate*float64(time.Second)) + 3*time.Second
+	// The connects take n / rate, and as long again for those the server
+	// shed while its frames were short and the client sent again.
+	warmup := time.Duration(2*float64(n)/cfg.ConnectRate*float64(time.Second)) + 3*time.Second
 	addrs := (n + portsPerAddr - 1) / portsPerAddr
 	argv := []string{bins.wreck, "--network-stack", "native", "--iface", t.lab.ClientIf, "--netns", t.lab.ClientNS.Name,
 		"--host-ipv4-addr", fmt.Sprintf("%s-%s", lab.Host(t.lab.Subnet, 3), lab.Host(t.lab.Subnet, byte(2+addrs))),
 		"--source-ports", "1024-65535", "--server", fmt.Sprintf("%s:%d", t.serverIP, port),
 		"--smp", "1", "--cpuset", cpuList(t.clientCPUs[:1]), "--conn", strconv.Itoa(n),
 		"--connect-rate", strconv.FormatFloat(cfg.ConnectRate, 'f', -1, 64),
-		"--warmup", warmup.String(), "--duration", cfg.Duration.String(), "--timeout", cfg.Timeout.String(), "--json"}
+		"--warmup", warmup.String(), "--duration", cfg.Duration.String(), "--timeout", cfg.timeout(n).String(), "--json"}
 	s := ConnsSample{ConnsKey: k, IdleRSS: idle}
 	if k.Load == LoadOpen {
 		argv = append(argv, "--rate", strconv.FormatFloat(cfg.OpenRate, 'f', -1, 64))
 		s.Interval = float64(n) / cfg.OpenRate
 	}
-	rctx, cancel := context.WithTimeout(ctx, warmup+cfg.Duration+60*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, warmup+cfg.Duration+cfg.timeout(n)+60*time.Second)
 	defer cancel()
 
 	// The server's resident memory at its peak, and from the end of the

@@ -87,3 +87,22 @@ func TestStatusRSS(t *testing.T) {
 		t.Errorf("statusRSS = %d, want 2 MiB", got)
 	}
 }
+
+func TestConnsTimeout(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{{64, 16 * time.Second}, {64 << 10, 16 * time.Second}, {256 << 10, 31457280 * time.Microsecond}, {1 << 20, 125829120 * time.Microsecond}} {
+		if got := ConnsTimeout(c.n); got != c.want {
+			t.Errorf("ConnsTimeout(%d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+	cfg := DefaultConnsConfig()
+	if cfg.timeout(256<<10) != ConnsTimeout(256<<10) {
+		t.Errorf("default timeout %v", cfg.timeout(256<<10))
+	}
+	cfg.Timeout = 5 * time.Second
+	if cfg.timeout(256<<10) != 5*time.Second {
+		t.Errorf("--timeout 5s gave %v", cfg.timeout(256<<10))
+	}
+}
