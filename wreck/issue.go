@@ -45,7 +45,10 @@ func (s *kclient) dispatchReady() {
 		}
 		s.readyN--
 		c.inReady = false
-		s.fill(c) // a conn closed since it was offered takes nothing; it is offered again once open
+		if !s.hasRoom(c) {
+			continue // closed since it was offered: offered again once open
+		}
+		s.fill(c)
 		s.offer(c)
 	}
 }
