@@ -22,10 +22,11 @@ DURATION=${DURATION:-5s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 
-[[ $(id -u) == 0 ]] || { echo "before-after: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
-for tool in wrk taskset ip ethtool curl go git; do
-	command -v "$tool" >/dev/null || { echo "before-after: $tool not found; apt-get install wrk iproute2 ethtool curl" >&2; exit 2; }
-done
+cd "$(dirname "$0")/.."
+root=$PWD
+source bench/lib.sh
+need_root before-after "namespaces, XDP, AF_XDP"
+need_tools before-after "apt-get install wrk iproute2 ethtool curl" wrk taskset ip ethtool curl go git
 
 id=$$
 srv=pcba${id}-srv cli=pcba${id}-cli
@@ -33,19 +34,8 @@ vs=pcba${id}s vc=pcba${id}c
 net=198.19.$((id % 200 + 20))
 native_ip=$net.1 client_ip=$net.2 kernel_ip=$net.3
 dir=$(mktemp -d /tmp/percore-ba.XXXXXX)
-cd "$(dirname "$0")/.."
-root=$PWD
-pid=
-cleanup() {
-	[[ -z $pid ]] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-	ip netns del "$cli" 2>/dev/null || true
-	ip netns del "$srv" 2>/dev/null || true
-	git -C "$root" worktree remove --force "$dir/base" 2>/dev/null || true
-	rm -rf "$dir"
-	return 0
-}
-trap cleanup EXIT
-source bench/lib.sh
+cleanup_more() { git -C "$root" worktree remove --force "$dir/base" 2>/dev/null; }
+clean_on_exit "$dir"
 
 git worktree add -q --detach "$dir/base" "$BASE"
 (cd "$dir/base" && go build -o "$dir/httpd-base" ./cmd/httpd)
@@ -54,7 +44,7 @@ go build -o "$dir/httpd-new" ./cmd/httpd
 one_queue_lab
 in_cli() { ip netns exec "$cli" "$@"; }
 
-# serve BUILD STACK: start that httpd alone on CPU 1; sets pid and url.
+# serve BUILD STACK: start that httpd alone on CPU 1 (on pids); sets url.
 serve() {
 	local bin=$dir/httpd-$1
 	if [[ $2 == native ]]; then
@@ -66,7 +56,7 @@ serve() {
 			--stats-interval 0 2>>"$dir/$1-$2.log" &
 		url=http://$kernel_ip:8081/
 	fi
-	pid=$!
+	pids+=($!)
 	for _ in $(seq 100); do
 		in_cli curl -fs --max-time 1 "$url" >/dev/null && return 0
 		sleep 0.1
@@ -74,12 +64,6 @@ serve() {
 	echo "before-after: $1 $2 did not answer at $url" >&2
 	cat "$dir/$1-$2.log" >&2
 	exit 1
-}
-
-stop() {
-	kill -TERM "$pid"
-	wait "$pid" || true
-	pid=
 }
 
 # one BUILD STACK LOAD: a measurement with wrk (LOAD x1 or x16 pipelined);
@@ -97,7 +81,7 @@ one() {
 	out=$(in_cli taskset -c 0 wrk "${args[@]}" -d"$DURATION" "$url" -- "${3#x}")
 	b1=$(busy)
 	s1=$(stolen)
-	stop
+	stop_pids
 	reqs=$(awk '/requests in/{print $1}' <<<"$out")
 	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
 	us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}')

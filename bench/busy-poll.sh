@@ -14,14 +14,12 @@
 set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
 cd "$(dirname "$0")/.."
+source bench/lib.sh
+need_root busy-poll "lab, XDP, AF_XDP"
+need_tools busy-poll "install Go" go
 ROUNDS=${ROUNDS:-5} DUR=${DUR:-5} PIPELINE=${PIPELINE:-1} BUDGET=${BUDGET:-64}
 t=$(mktemp -d /tmp/busy-poll.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$t"
-}
-trap cleanup EXIT
+clean_on_exit "$t"
 go build -o "$t/httpd" ./cmd/httpd
 go build -o "$t/wreck" ./cmd/wreck
 

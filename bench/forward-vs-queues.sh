@@ -35,30 +35,22 @@ CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 SETUPS=${SETUPS:-2:2 1:2 1:1 2:1}
 
-[[ $(id -u) == 0 ]] || { echo "forward-vs-queues: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
-for tool in wrk ip ethtool curl go; do
-	command -v "$tool" >/dev/null || { echo "forward-vs-queues: $tool not found; apt-get install wrk iproute2 ethtool curl" >&2; exit 2; }
-done
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+need_root forward-vs-queues "namespaces, XDP, AF_XDP"
+need_tools forward-vs-queues "apt-get install wrk iproute2 ethtool curl" wrk ip ethtool curl go
 
 id=$$
 srv=pcfq${id}-srv cli=pcfq${id}-cli
 dir=$(mktemp -d /tmp/percore-fq.XXXXXX)
-cd "$(dirname "$0")/.."
-pid=
-cleanup() {
-	[[ -z $pid ]] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-	ip netns del "$cli" 2>/dev/null || true
-	ip netns del "$srv" 2>/dev/null || true
-	rm -rf "$dir"
-	return 0
-}
-trap cleanup EXIT
-source bench/lib.sh
+clean_on_exit "$dir"
 
 go build -o "$dir/httpd" ./cmd/httpd
 
 ip netns add "$srv"
+namespaces+=("$srv")
 ip netns add "$cli"
+namespaces+=("$cli")
 ip -n "$srv" link set lo up
 ip -n "$cli" link set lo up
 # pair QUEUES: a veth pair with QUEUES queues each way; the server end
@@ -78,8 +70,8 @@ pair 2
 ip netns exec "$cli" sysctl -qw net.core.txrehash=0
 in_cli() { ip netns exec "$cli" "$@"; }
 
-# serve QUEUES SHARDS: httpd --smp SHARDS on the pair with QUEUES queues;
-# sets pid, url.
+# serve QUEUES SHARDS: httpd --smp SHARDS on the pair with QUEUES queues
+# (on pids); sets pid, url.
 serve() {
 	local cpus=0,1 rss=auto
 	[[ $2 == 2 ]] || cpus=1
@@ -87,6 +79,7 @@ serve() {
 	ip netns exec "$srv" "$dir/httpd" --network-stack native --iface "${ifs[$1]}" --host-ipv4-addr "${nets[$1]}.1" \
 		--smp "$2" --cpuset "$cpus" --rss "$rss" --port 8080 --stats-interval 0 --prometheus-port 9180 2>>"$dir/q$1.log" &
 	pid=$!
+	pids+=("$pid")
 	url=http://${nets[$1]}.1:8080/
 	for _ in $(seq 100); do
 		in_cli curl -fs --max-time 1 "$url" >/dev/null && return 0
@@ -97,11 +90,6 @@ serve() {
 	exit 1
 }
 
-stop() {
-	kill -TERM "$pid"
-	wait "$pid" || true
-	pid=
-}
 
 # cpubusy N: busy jiffies of CPU N so far (as busy, for one CPU).
 cpubusy() { awk -v c="cpu$1" '$1 == c {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
@@ -121,7 +109,7 @@ one() {
 	b1=$(busy) c01=$(cpubusy 0) c11=$(cpubusy 1)
 	p1=$(proccpu "$pid")
 	ip netns exec "$srv" curl -fs --max-time 2 http://127.0.0.1:9180/metrics >"$dir/metrics-$1$2-$load" 2>/dev/null || true
-	stop
+	stop_pids
 	reqs=$(awk '/requests in/{print $1}' <<<"$out")
 	rate=$(awk '/Requests\/sec/{print $2}' <<<"$out")
 	us=$(awk -v b="$((b1 - b0))" -v n="$reqs" -v hz="$hz" 'BEGIN{printf "%.2f", b*1e6/hz/n}')

@@ -1,5 +1,51 @@
-# lib.sh: helpers that the side-by-side scripts (posix-vs-nginx.sh,
-# native-vs-posix.sh, before-after.sh) source. Jiffies convert to time with $(getconf CLK_TCK).
+# lib.sh: helpers that the bench scripts source, from the repository root.
+# Sourcing it defines functions only: no variable, no trap. Jiffies convert
+# to time with $(getconf CLK_TCK).
+
+# need_root NAME WHY: exit 2 unless root.
+need_root() { [[ $(id -u) == 0 ]] || { echo "$1: needs root ($2)" >&2; exit 2; }; }
+
+# need_tools NAME HINT TOOL...: exit 2 naming the first TOOL not found, and
+# HINT (how to install them).
+need_tools() {
+	local name=$1 hint=$2 tool
+	shift 2
+	for tool; do
+		command -v "$tool" >/dev/null || { echo "$name: $tool not found; $hint" >&2; exit 2; }
+	done
+}
+
+# need_cpus NAME N WHY: exit 2 with fewer than N CPUs.
+need_cpus() { (($(nproc) >= $2)) || { echo "$1: needs $2 CPUs ($3), have $(nproc)" >&2; exit 2; }; }
+
+# stop_pids: stop the processes listed in pids (SIGTERM, then wait for each:
+# httpd removes its lab, nginx its workers) and empty the list.
+stop_pids() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	pids=()
+}
+
+# clean_on_exit [DIR]: on exit, whatever the cause, stop the processes in
+# pids, delete the network namespaces in namespaces, run cleanup_more if the
+# script defines it, and remove the directory DIR. The script adds to pids
+# and namespaces as it starts and makes them.
+clean_on_exit() {
+	pids=() namespaces=() bench_dir=${1:-}
+	trap bench_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+bench_exit() {
+	local ns
+	stop_pids
+	for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	if declare -F cleanup_more >/dev/null; then cleanup_more || true; fi
+	[[ -z $bench_dir ]] || rm -rf "$bench_dir"
+	return 0
+}
 
 # busy: the machine's busy jiffies so far (/proc/stat: user, nice, system,
 # irq, softirq; not idle, iowait or steal).
@@ -45,10 +91,12 @@ measure() {
 # kernel address $kernel_ip on the server end and $client_ip on the client
 # end, the client end's tx checksum/TSO/GSO offloads off (the native stack
 # drops partial checksums) and net.core.txrehash=0 there (a flow keeps its
-# queue). The caller's cleanup deletes the namespaces.
+# queue). The namespaces go on the namespaces list (clean_on_exit).
 one_queue_lab() {
 	ip netns add "$srv"
+	namespaces+=("$srv")
 	ip netns add "$cli"
+	namespaces+=("$cli")
 	ip link add "$vs" numtxqueues 1 numrxqueues 1 netns "$srv" type veth peer name "$vc" numtxqueues 1 numrxqueues 1 netns "$cli"
 	ip -n "$srv" link set lo up
 	ip -n "$cli" link set lo up

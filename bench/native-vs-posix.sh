@@ -31,11 +31,11 @@ DURATION=${DURATION:-5s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 
-[[ $(id -u) == 0 ]] || { echo "native-vs-posix: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
-for tool in wrk nginx taskset ip ethtool curl go; do
-	command -v "$tool" >/dev/null || { echo "native-vs-posix: $tool not found; apt-get install wrk nginx iproute2 ethtool curl" >&2; exit 2; }
-done
-(($(nproc) >= 2)) || { echo "native-vs-posix: needs 2 CPUs (server and wrk on separate cores)" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+need_root native-vs-posix "namespaces, XDP, AF_XDP"
+need_tools native-vs-posix "apt-get install wrk nginx iproute2 ethtool curl" wrk nginx taskset ip ethtool curl go
+need_cpus native-vs-posix 2 "server and wrk on separate cores"
 
 id=$$
 srv=pcb${id}-srv cli=pcb${id}-cli
@@ -43,23 +43,7 @@ vs=pcb${id}s vc=pcb${id}c
 net=198.19.$((id % 200 + 20))
 native_ip=$net.1 client_ip=$net.2 kernel_ip=$net.3
 dir=$(mktemp -d /tmp/percore-nvp.XXXXXX)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	ip netns del "$cli" 2>/dev/null || true
-	ip netns del "$srv" 2>/dev/null || true
-	rm -rf "$dir"
-	return 0
-}
-trap cleanup EXIT
-
-cd "$(dirname "$0")/.."
-source bench/lib.sh
+clean_on_exit "$dir"
 go build -o "$dir/httpd" ./cmd/httpd
 
 one_queue_lab

@@ -22,30 +22,13 @@ CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 BASE_PORT=${BASE_PORT:-18080}
 
-for tool in wrk nginx taskset go; do
-	command -v "$tool" >/dev/null || { echo "posix-vs-nginx: $tool not found; apt-get install wrk nginx" >&2; exit 2; }
-done
-ncpu=$(nproc)
-if ((ncpu < 2)); then
-	echo "posix-vs-nginx: needs 2 CPUs (server and wrk on separate cores), have $ncpu" >&2
-	exit 2
-fi
-
-dir=$(mktemp -d /tmp/percore-bench.XXXXXX)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
 cd "$(dirname "$0")/.."
 source bench/lib.sh
+need_tools posix-vs-nginx "apt-get install wrk nginx" wrk nginx taskset go
+need_cpus posix-vs-nginx 2 "server and wrk on separate cores"
+
+dir=$(mktemp -d /tmp/percore-bench.XXXXXX)
+clean_on_exit "$dir"
 go build -o "$dir/httpd" ./cmd/httpd
 
 # nginx with its own prefix, config, pid and logs under $dir; foreground so

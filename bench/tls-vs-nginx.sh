@@ -23,29 +23,13 @@ DURATION=${DURATION:-5s}
 CONNS=${CONNS:-32}
 BASE_PORT=${BASE_PORT:-18440}
 
-for tool in nginx openssl taskset go; do
-	command -v "$tool" >/dev/null || { echo "tls-vs-nginx: $tool not found; apt-get install nginx openssl" >&2; exit 2; }
-done
-if (($(nproc) < 2)); then
-	echo "tls-vs-nginx: needs 2 CPUs (server and client on separate cores)" >&2
-	exit 2
-fi
-
-dir=$(mktemp -d /tmp/percore-tls.XXXXXX)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
 cd "$(dirname "$0")/.."
 source bench/lib.sh
+need_tools tls-vs-nginx "apt-get install nginx openssl jq" nginx openssl jq taskset go
+need_cpus tls-vs-nginx 2 "server and client on separate cores"
+
+dir=$(mktemp -d /tmp/percore-tls.XXXXXX)
+clean_on_exit "$dir"
 go build -o "$dir/httpd" ./cmd/httpd
 go build -o "$dir/wreck" ./cmd/wreck
 
@@ -116,7 +100,6 @@ run() {
 	sus=$(awk -v b="$((p1 - p0))" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.1f", b*1e6/hz/n}')
 }
 
-command -v jq >/dev/null || { echo "tls-vs-nginx: jq not found; apt-get install jq" >&2; exit 2; }
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 modes=(full resumed keepalive)
 declare -A rps cpu

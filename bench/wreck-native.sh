@@ -26,22 +26,12 @@ PIPELINE=${PIPELINE:-1}
 BASE=${BASE:-}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d /tmp/wreck-native.XXXXXX)
-httpd_pid=
-cleanup() {
-	if [[ -n $httpd_pid ]]; then
-		kill -INT "$httpd_pid" 2>/dev/null || true # httpd removes its lab on exit
-		wait "$httpd_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$root/bench/lib.sh"
+need_root wreck-native "lab, XDP, AF_XDP: run with sudo"
+need_tools wreck-native "apt-get install -y wrk iproute2 time" wrk ip go /usr/bin/time
 
-[[ $(id -u) == 0 ]] || { echo "wreck-native: needs root (lab, XDP, AF_XDP): run with sudo" >&2; exit 1; }
-for tool in wrk ip go /usr/bin/time; do
-	command -v "$tool" >/dev/null || { echo "wreck-native: $tool not found: apt-get install -y wrk iproute2" >&2; exit 1; }
-done
+tmp=$(mktemp -d /tmp/wreck-native.XXXXXX)
+clean_on_exit "$tmp"
 
 (cd "$root" && go build -o "$tmp/httpd" ./cmd/httpd && go build -o "$tmp/wreck" ./cmd/wreck)
 clients=(native kernel wrk)
@@ -54,6 +44,7 @@ fi
 
 "$tmp/httpd" --network-stack native --lab --smp "$SMP" --port "$PORT" --stats-interval 0 >"$tmp/httpd.out" 2>"$tmp/httpd.err" &
 httpd_pid=$!
+pids+=("$httpd_pid")
 for _ in $(seq 100); do
 	grep -q '^lab: ' "$tmp/httpd.out" 2>/dev/null && break
 	kill -0 "$httpd_pid" 2>/dev/null || { echo "wreck-native: httpd did not start: $(cat "$tmp/httpd.err")" >&2; exit 1; }

@@ -24,21 +24,11 @@ SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d /tmp/wreck-vs-wrk.XXXXXX)
-nginx_pid=
-cleanup() {
-	if [[ -n $nginx_pid ]]; then
-		kill "$nginx_pid" 2>/dev/null || true
-		wait "$nginx_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$root/bench/lib.sh"
+need_tools wreck-vs-wrk "apt-get install -y wrk nginx util-linux time" wrk nginx taskset /usr/bin/time go
 
-for tool in wrk nginx taskset /usr/bin/time go; do
-	command -v "$tool" >/dev/null || { echo "wreck-vs-wrk: $tool not found: apt-get install -y wrk nginx util-linux time" >&2; exit 1; }
-done
+tmp=$(mktemp -d /tmp/wreck-vs-wrk.XXXXXX)
+clean_on_exit "$tmp"
 
 (cd "$root" && go build -o "$tmp/wreck" ./cmd/wreck)
 clients=(wrk wreck)
@@ -73,6 +63,7 @@ http {
 CONF
 taskset -c "$SERVER_CPU" nginx -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/logs/error.log" &
 nginx_pid=$!
+pids+=("$nginx_pid")
 for _ in $(seq 50); do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
 	sleep 0.1

@@ -1,5 +1,7 @@
 package netstack
 
+import "math/bits"
+
 // ARP (RFC 826) for one stack: answering requests for our address, a
 // fixed-size neighbour cache, resolution with retries, and the bounded queue
 // of frames that wait for it.
@@ -101,7 +103,14 @@ type pendingFrame struct {
 	hop IPv4Addr
 }
 
-// arpInput handles one ARP packet.
+// arpInput handles one ARP packet. ARP carries no checksum, and a bit
+// flipped on the wire (or a forger) must not be able to redirect a
+// neighbour's traffic, so everything that can be checked is, and the cache
+// learns only what Linux's arp_process learns from: a request for one of our
+// addresses (the sender is about to talk to us), or a reply to a request of
+// ours. Unsolicited and gratuitous ARP never changes the cache (as Linux
+// with arp_accept=0, and stricter: Linux also refreshes existing entries
+// from them).
 func (s *Stack) arpInput(e Ethernet) {
 	a := ARP(e.Payload())
 	if len(a) < ARPLen {
@@ -118,8 +127,14 @@ func (s *Stack) arpInput(e Ethernet) {
 		return
 	}
 	sha, spa, tpa := a.SenderMAC(), a.SenderIP(), a.TargetIP()
-	if sha.IsMulticast() || sha == MACZero || (spa != IPv4Zero && (s.martian(spa) || spa == s.subnetBcast)) {
+	if sha.IsMulticast() || sha == MACZero || (spa != IPv4Zero && !s.unicastOnLink(spa)) {
 		s.stats.ARPBadSender++
+		return
+	}
+	if e.Src() != sha {
+		// No proxy or bridge between us and an on-link neighbour rewrites
+		// the sender: one of the two copies was damaged.
+		s.stats.ARPBadEthSrc++
 		return
 	}
 	if s.ours(spa) {
@@ -128,25 +143,38 @@ func (s *Stack) arpInput(e Ethernet) {
 		s.stats.ARPConflict++
 		return
 	}
-	forUs := s.ours(tpa)
-	// RFC 826 merge: update the sender if known; add it when it asks for
-	// us (it is about to talk to us). An unsolicited reply only updates, as
-	// Linux does with arp_accept=0, so it cannot plant entries; a reply we
-	// asked for finds its incomplete entry. spa 0.0.0.0 is an RFC 5227
-	// probe: nothing to learn.
-	if spa != IPv4Zero && s.onLink(spa) {
-		s.arpLearn(spa, sha, forUs && op == ARPRequest)
-	}
-	if !forUs {
+	if !s.ours(tpa) {
 		s.stats.ARPNotForUs++
 		return
 	}
 	if op == ARPReply {
+		// A reply to us answers a request of ours: the entry is incomplete,
+		// or reachable with its unicast refresh out. spa 0.0.0.0 is never
+		// an answer.
+		c := s.arp.find(spa)
+		if spa == IPv4Zero || a.TargetMAC() != s.cfg.MAC || c == nil || (c.state != arpIncomplete && !c.refreshed) {
+			s.stats.ARPUnsolicited++
+			return
+		}
 		s.stats.ARPRepliesRx++
+		s.arpLearn(spa, sha, false)
 		return
 	}
 	s.stats.ARPRequestsRx++
+	if spa != IPv4Zero { // 0.0.0.0 is an RFC 5227 probe: nothing to learn
+		s.arpLearn(spa, sha, true)
+	}
 	s.sendARPFrom(tpa, ARPReply, sha, sha, spa)
+}
+
+// unicastOnLink reports whether a can be a neighbour's own address: in our
+// subnet, and neither its network nor its broadcast address (a /31 or /32
+// has neither) nor a martian.
+func (s *Stack) unicastOnLink(a IPv4Addr) bool {
+	if !s.onLink(a) || s.martian(a) || a == s.subnetBcast {
+		return false
+	}
+	return a.Uint32() != s.net || bits.OnesCount32(s.mask) >= 31
 }
 
 // sendARP sends an ARP packet from us (Addr) to ethDst, with target tha/tpa.
@@ -203,17 +231,20 @@ func (s *Stack) arpLearn(ip IPv4Addr, mac MAC, create bool) {
 // known to be on-link and unicast). It never evicts: gleaning from a flood
 // of (spoofed) on-link sources only fills free slots. (Answering such a
 // flood does resolve, and so evict; slot then prefers the flood's own
-// incomplete entries, and never takes the gateway's.)
+// incomplete entries, and never takes the gateway's.) No checksum covers the
+// Ethernet source, so a packet never moves a known neighbour to another MAC,
+// nor completes a resolution: ARP does both.
 func (s *Stack) arpGlean(ip IPv4Addr, mac MAC) {
 	e, evict := s.arp.slot(ip, s.cfg.Gateway)
-	if evict {
-		return
-	}
-	if e.state == arpReachable && e.mac == mac { // the per-packet case
+	switch {
+	case evict, e.state == arpIncomplete:
+	case e.state == arpFree:
+		s.arpLearn(ip, mac, true)
+	case e.mac == mac: // the per-packet case
 		e.expires = s.now + int64(s.cfg.ARPLifetime)
-		return
+	default:
+		s.stats.ARPGleanConflict++
 	}
-	s.arpLearn(ip, mac, true)
 }
 
 // arpEvict empties an entry to reuse its slot.

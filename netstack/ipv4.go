@@ -72,7 +72,7 @@ func (s *Stack) ipv4Input(e Ethernet) {
 	}
 	// A valid packet for us: its sender is a live neighbour (or, off-link,
 	// reached through the gateway, whose entry gleaning cannot refresh).
-	if s.onLink(src) {
+	if s.unicastOnLink(src) {
 		s.arpGlean(src, e.Src())
 	}
 	switch ip.Protocol() {

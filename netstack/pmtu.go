@@ -119,11 +119,8 @@ func (l *tcpLayer) fragNeeded(e *FragNeeded, last bool) bool {
 		l.stats.PMTUIgnored++ // no data sent yet: the handshake's MSS stands
 		return true
 	}
-	mss := int(e.MTU) - IPv4MinHeaderLen - TCPMinHeaderLen
-	if c.tsOK {
-		mss -= 12
-	}
-	mss = max(mss, tcpMinSndMSS)
+	l.pmtu.record(k.raddr, e.MTU, l.now)
+	mss := pathMSS(e.MTU, c.tsOK)
 	if mss >= int(c.mss) {
 		l.stats.PMTUIgnored++ // not smaller: a stale or a bogus report
 		return true
@@ -152,4 +149,99 @@ func (c *tcpConn) maxSegment(ourMSS uint16) int {
 		mss += 12
 	}
 	return min(mss, int(ourMSS)) + TCPMinHeaderLen
+}
+
+// The path MTU cache: what "fragmentation needed" taught one connection,
+// the next connection to the same peer starts with (RFC 1191 §5: the
+// estimate belongs to the path, not to a connection), as Linux keeps it in
+// the route's next-hop exceptions. One cache per layer (per shard); it is
+// read when a connection opens and written by a validated message, never
+// per packet.
+
+// pmtuExpires is how long a learned path MTU is used: Linux's
+// net.ipv4.route.mtu_expires default (600 s). After it, a new connection
+// tries the full MSS again (RFC 1191 §6.3: the path may have grown).
+const pmtuExpires = 10 * time.Minute
+
+// The cache is set-associative: an address maps to one set of pmtuWays
+// entries, so its size is fixed (pmtuSets*pmtuWays entries, 4 KiB) and a
+// lookup reads one cache line's worth.
+const (
+	pmtuSetBits = 6
+	pmtuSets    = 1 << pmtuSetBits
+	pmtuWays    = 4
+)
+
+type pmtuEntry struct {
+	addr    uint32 // the peer, as ip4 gives it
+	mtu     uint16
+	expires int64 // on the layer's clock; 0: free
+}
+
+// pmtuCache maps a peer to its path MTU. The zero value is empty; key
+// salts the set choice so that a peer cannot aim many entries at one set.
+type pmtuCache struct {
+	key  uint32
+	sets [pmtuSets][pmtuWays]pmtuEntry
+}
+
+// set returns addr's set (Fibonacci hashing of the salted address).
+func (p *pmtuCache) set(addr uint32) *[pmtuWays]pmtuEntry {
+	return &p.sets[((addr^p.key)*0x9e3779b1)>>(32-pmtuSetBits)]
+}
+
+// lookup returns addr's path MTU if one is known and not expired at now.
+func (p *pmtuCache) lookup(addr uint32, now int64) (uint16, bool) {
+	set := p.set(addr)
+	for i := range set {
+		if e := &set[i]; e.addr == addr && e.expires > now {
+			return e.mtu, true
+		}
+	}
+	return 0, false
+}
+
+// record learns that the path to addr carries at most mtu bytes from now
+// on. A live entry only ever goes down, as Linux's __ip_rt_update_pmtu:
+// a higher figure waits for the entry to expire. A new peer takes a free
+// or expired entry of its set, else the one that expires first.
+func (p *pmtuCache) record(addr uint32, mtu uint16, now int64) {
+	set := p.set(addr)
+	victim := &set[0]
+	for i := range set {
+		e := &set[i]
+		if e.addr == addr && e.expires > now {
+			if mtu < e.mtu {
+				e.mtu, e.expires = mtu, now+int64(pmtuExpires)
+			}
+			return
+		}
+		if e.expires < victim.expires {
+			victim = e
+		}
+	}
+	*victim = pmtuEntry{addr: addr, mtu: mtu, expires: now + int64(pmtuExpires)}
+}
+
+// pathMSS returns the send MSS that fits an mtu-byte path: no less than
+// tcpMinSndMSS, 12 bytes less with timestamps (RFC 6691).
+func pathMSS(mtu uint16, tsOK bool) int {
+	mss := int(mtu) - IPv4MinHeaderLen - TCPMinHeaderLen
+	if tsOK {
+		mss -= 12
+	}
+	return max(mss, tcpMinSndMSS)
+}
+
+// clampToPath lowers the MSS of c, a connection opening, to the path MTU
+// cached for its peer.
+func (l *tcpLayer) clampToPath(c *tcpConn) {
+	mtu, ok := l.pmtu.lookup(c.key.raddr, l.now)
+	if !ok {
+		return
+	}
+	if mss := pathMSS(mtu, c.tsOK); mss < int(c.mss) {
+		c.mss = uint16(mss)
+		l.stats.PMTUCached++
+	}
 }

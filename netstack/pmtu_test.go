@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"testing"
+	"time"
 )
 
 // fragNeededFrame is ICMP "fragmentation needed" from the on-link router C
@@ -167,5 +168,139 @@ func TestPMTUOtherFlow(t *testing.T) {
 	}
 	if n, tooBig := p.sentSizes(900); n == 0 || tooBig {
 		t.Fatalf("%d packets sent again, some above the MTU: %v", n, tooBig)
+	}
+}
+
+// The path MTU cache: a lower MTU replaces a higher one, a higher one does
+// not until the entry expires, ten minutes after it was learned (Linux's
+// mtu_expires); an entry is gone at its expiry.
+func TestPMTUCacheExpiry(t *testing.T) {
+	var c pmtuCache
+	const b = 0xc6120002
+	now := int64(1)
+	c.record(b, 1200, now)
+	c.record(b, 1000, now+1)
+	c.record(b, 1400, now+2) // not lower: ignored
+	if mtu, ok := c.lookup(b, now+int64(pmtuExpires)); !ok || mtu != 1000 {
+		t.Fatalf("lookup %d %v, want 1000", mtu, ok)
+	}
+	if _, ok := c.lookup(b, now+1+int64(pmtuExpires)); ok {
+		t.Fatal("entry used past its expiry")
+	}
+	if _, ok := c.lookup(b+1, now); ok {
+		t.Fatal("lookup of an unknown address")
+	}
+	c.record(b, 1400, now+1+int64(pmtuExpires)) // expired: learned anew
+	if mtu, ok := c.lookup(b, now+1+int64(pmtuExpires)); !ok || mtu != 1400 {
+		t.Fatalf("lookup %d %v, want 1400", mtu, ok)
+	}
+}
+
+// The cache holds at most pmtuSets*pmtuWays entries: past that a new
+// destination evicts the entry of its set that expires first, so each set
+// holds its pmtuWays most recent destinations.
+func TestPMTUCacheBound(t *testing.T) {
+	var c pmtuCache
+	const n = 4 * pmtuSets * pmtuWays
+	addr := func(i int) uint32 { return 0xc6120000 + uint32(i)*7919 }
+	for i := range n {
+		c.record(addr(i), 1000, int64(1+i))
+	}
+	newer := map[*[pmtuWays]pmtuEntry]int{} // per set: destinations recorded after i
+	live := 0
+	for i := n - 1; i >= 0; i-- {
+		set := c.set(addr(i))
+		_, ok := c.lookup(addr(i), n)
+		if want := newer[set] < pmtuWays; ok != want {
+			t.Fatalf("destination %d: cached %v, want %v (%d newer in its set)", i, ok, want, newer[set])
+		}
+		newer[set]++
+		if ok {
+			live++
+		}
+	}
+	if live > pmtuSets*pmtuWays {
+		t.Fatalf("%d live entries, bound %d", live, pmtuSets*pmtuWays)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		c.record(0xc6130001, 900, n)
+		c.lookup(0xc6130001, n)
+	}); a != 0 {
+		t.Fatalf("%v allocations", a)
+	}
+}
+
+// A connection opened after a "fragmentation needed" to the same peer
+// starts at the path's MSS, without a new ICMP round; once the entry
+// expires the next one starts at the full MSS again.
+func TestPMTUCachedForNewConnection(t *testing.T) {
+	p := newStackPair(t, 8000)
+	pkts := inFlight(t, p)
+	p.la.Inject(fragNeededFrame(macA, pkts[1], 1000))
+	p.a.Poll(p.now, p.la)
+	p.sentSizes(1000)
+	for i := 0; i < 200 && p.cl.done < 3; i++ {
+		p.step()
+	}
+
+	open := func() (biggest int) {
+		t.Helper()
+		cl := &rrClient{req: p.cl.req, respLen: 8000}
+		cl.out = append(cl.base[:0], cl.req)
+		if _, err := p.b.ConnectTCP(p.now, ipA, 80, cl, &rrServerEP{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 200 && cl.done == 0; i++ {
+			p.now = p.now.Add(10e3)
+			p.b.Poll(p.now, p.lb)
+			p.lb.ForwardTo(p.la)
+			p.a.Poll(p.now, p.la)
+			for p.la.Sent() > 0 {
+				b, _ := p.la.Take()
+				ip := IPv4(Ethernet(b).Payload())
+				if TCP(ip.Payload()).DstPort() == TCP(pkts[1].Payload()).DstPort() {
+					continue // the first connection's
+				}
+				biggest = max(biggest, ip.TotalLen())
+				p.lb.Inject(b)
+			}
+		}
+		if cl.done == 0 {
+			t.Fatalf("no exchange: A %+v", p.a.TCPStats())
+		}
+		return biggest
+	}
+	if got := open(); got > 1000 {
+		t.Fatalf("new connection sent %d-byte packets over a 1000-byte path", got)
+	}
+	if tcp := p.a.TCPStats(); tcp.PMTUCached != 1 || tcp.PMTUDecreases != 1 {
+		t.Fatalf("tcp %+v", tcp)
+	}
+	p.now = p.now.Add(pmtuExpires)
+	if got := open(); got != 1500 {
+		t.Fatalf("after expiry the largest packet was %d bytes, want 1500", got)
+	}
+}
+
+// Both ends of an open consult the cache through negotiate: the SYN-ACK of
+// an active open and the SYN of a passive one.
+func TestPMTUCachedNegotiate(t *testing.T) {
+	l := newTCPLayer(TCPConfig{MaxConns: 4, Seed: 1}, nil, time.Unix(1_000_000, 0))
+	l.pmtu.record(ip4(ipB), 1000, l.now)
+	for _, ts := range []bool{false, true} {
+		c := l.newConn(tcpKey{raddr: ip4(ipB), laddr: ip4(ipA), rport: 1, lport: 80})
+		l.negotiate(c, &TCPFields{MSS: 1460, HasTimestamp: ts})
+		want := uint16(960)
+		if ts {
+			want -= 12
+		}
+		if c.mss != want {
+			t.Fatalf("timestamps %v: mss %d, want %d", ts, c.mss, want)
+		}
+	}
+	c := l.newConn(tcpKey{raddr: ip4(ipC), laddr: ip4(ipA), rport: 1, lport: 80})
+	l.negotiate(c, &TCPFields{MSS: 1460})
+	if c.mss != 1460 {
+		t.Fatalf("another peer: mss %d", c.mss)
 	}
 }

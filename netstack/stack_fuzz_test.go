@@ -81,6 +81,9 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	arpReq := arpFrame(t, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA)
 	gwReply := arpFrame(t, macGW, macA, ARPReply, macGW, ipGW, macA, ipA)
 	frag := echoFrame(t, macB, macA, ipB, ipA, ipOpts{frag: 3}, false, 1, 1, nil)
+	bReply := arpFrame(t, macB, macA, ARPReply, macB, ipB, macA, ipA) // unsolicited
+	flipped := append([]byte(nil), arpReq...)
+	flipped[14+arpSHA+5] ^= 0x40 // sender MAC no longer the Ethernet source
 	cat := func(rs ...[]byte) []byte {
 		var b []byte
 		for _, r := range rs {
@@ -95,6 +98,7 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		cat(fuzzRecord(far, 0, 0), fuzzRecord(far, 4, 0), fuzzRecord(nil, 4, 100), fuzzRecord(nil, 4, 200)),
 		cat(fuzzRecord(frag, 7, 0), fuzzRecord(ping[:30], 7, 0), fuzzRecord(ping, 7, 1)),
 		fuzzRecord(make([]byte, 60), 7, 0),
+		cat(fuzzRecord(arpReq, 4, 0), fuzzRecord(bReply, 4, 0), fuzzRecord(flipped, 4, 0), fuzzRecord(ping, 4, 0)),
 	}
 }
 
@@ -123,6 +127,11 @@ func FuzzStackInput(f *testing.F) {
 			}
 			if st := s.Stats(); st.RxOutcomes() != st.RxFrames {
 				t.Fatalf("outcomes %d != frames %d: %+v", st.RxOutcomes(), st.RxFrames, st)
+			}
+			for _, e := range s.arp.e {
+				if e.state == arpReachable && (!s.unicastOnLink(e.ip) || s.ours(e.ip) || e.mac.IsMulticast() || e.mac == MACZero) {
+					t.Fatalf("ARP cache holds %+v", e)
+				}
 			}
 		}
 		run := func() {

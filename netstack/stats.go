@@ -21,17 +21,20 @@ type Stats struct {
 	ARPTruncated   uint64 `stat:"drop"`  // shorter than 28 bytes
 	ARPUnsupported uint64 `stat:"drop"`  // not Ethernet/IPv4 ARP
 	ARPBadOp       uint64 `stat:"drop"`  // operation neither request nor reply
-	ARPBadSender   uint64 `stat:"drop"`  // sender MAC multicast, or sender IP a martian
+	ARPBadSender   uint64 `stat:"drop"`  // sender MAC zero or multicast, or sender IP not a unicast address of our subnet
+	ARPBadEthSrc   uint64 `stat:"drop"`  // Ethernet source is not the sender MAC (a bit flip, or a forger)
 	ARPConflict    uint64 `stat:"count"` // another host claims our address
-	ARPNotForUs    uint64 `stat:"count"` // target is not our address (used only to refresh the cache)
+	ARPNotForUs    uint64 `stat:"count"` // target is not our address: ignored, the cache is not touched
 	ARPRequestsRx  uint64 `stat:"count"` // requests for our address (each answered unless no tx frame)
-	ARPRepliesRx   uint64 `stat:"count"` // replies for our address
+	ARPRepliesRx   uint64 `stat:"count"` // replies to a request of ours, learned
+	ARPUnsolicited uint64 `stat:"drop"`  // replies for our address to no request of ours, or not to our MAC
 
 	// ARP (tx and cache)
 	ARPRepliesTx     uint64 `stat:"count"` // replies sent
 	ARPRequestsTx    uint64 `stat:"count"` // requests sent, retries included
 	ARPResolveFailed uint64 `stat:"count"` // next hops that never answered (after ARPMaxRequests)
 	ARPEvictions     uint64 `stat:"count"` // cache entries replaced because their probe window was full
+	ARPGleanConflict uint64 `stat:"count"` // IPv4 packets from a known neighbour with another Ethernet source: the entry kept its MAC
 	PendingDropFull  uint64 `stat:"drop"`  // frames dropped: the wait-for-resolution queue was full
 	PendingDropFail  uint64 `stat:"drop"`  // frames dropped: their next hop did not resolve (or was evicted)
 
@@ -88,14 +91,17 @@ func (s *Stats) Add(o *Stats) {
 	s.ARPUnsupported += o.ARPUnsupported
 	s.ARPBadOp += o.ARPBadOp
 	s.ARPBadSender += o.ARPBadSender
+	s.ARPBadEthSrc += o.ARPBadEthSrc
 	s.ARPConflict += o.ARPConflict
 	s.ARPNotForUs += o.ARPNotForUs
 	s.ARPRequestsRx += o.ARPRequestsRx
 	s.ARPRepliesRx += o.ARPRepliesRx
+	s.ARPUnsolicited += o.ARPUnsolicited
 	s.ARPRepliesTx += o.ARPRepliesTx
 	s.ARPRequestsTx += o.ARPRequestsTx
 	s.ARPResolveFailed += o.ARPResolveFailed
 	s.ARPEvictions += o.ARPEvictions
+	s.ARPGleanConflict += o.ARPGleanConflict
 	s.PendingDropFull += o.PendingDropFull
 	s.PendingDropFail += o.PendingDropFail
 	s.IPv4Truncated += o.IPv4Truncated
@@ -130,8 +136,8 @@ func (s *Stats) Add(o *Stats) {
 // RxOutcomes is the sum of the rx-outcome counters; it equals RxFrames.
 func (s *Stats) RxOutcomes() uint64 {
 	return s.EthTruncated + s.EthNotForUs + s.EthBadSrc + s.EthUnknownType +
-		s.ARPTruncated + s.ARPUnsupported + s.ARPBadOp + s.ARPBadSender + s.ARPConflict +
-		s.ARPNotForUs + s.ARPRequestsRx + s.ARPRepliesRx +
+		s.ARPTruncated + s.ARPUnsupported + s.ARPBadOp + s.ARPBadSender + s.ARPBadEthSrc + s.ARPConflict +
+		s.ARPNotForUs + s.ARPRequestsRx + s.ARPRepliesRx + s.ARPUnsolicited +
 		s.IPv4Truncated + s.IPv4BadVersion + s.IPv4BadHeaderLen + s.IPv4BadTotalLen +
 		s.IPv4BadChecksum + s.IPv4BadOptions + s.IPv4Fragments + s.IPv4BadSrc +
 		s.IPv4Broadcast + s.IPv4WrongDst + s.IPv4LinkBcast + s.IPv4UnknownProto + s.IPv4TCP + s.NoTCP +

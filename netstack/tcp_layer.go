@@ -180,6 +180,7 @@ type TCPStats struct {
 	PMTUOutOfWindow           uint64 `stat:"drop"`  // ... whose quoted sequence number is not in flight (RFC 5927 §5.2): ignored
 	PMTUIgnored               uint64 `stat:"count"` // ... for a connection in the handshake, or no lower than its MSS
 	PMTUNoConn                uint64 `stat:"drop"`  // ... for no connection of the shard's stacks
+	PMTUCached                uint64 `stat:"count"` // connections that opened at a path MTU learned by an earlier one (pmtu.go)
 	SynRcvdTimeout            uint64 `stat:"count"` // SYN-ACK retries exhausted
 	SynSentTimeout            uint64 `stat:"count"` // SYN retries exhausted
 
@@ -292,6 +293,8 @@ type tcpLayer struct {
 
 	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 
+	pmtu pmtuCache // path MTUs learned from "fragmentation needed" (pmtu.go)
+
 	stats TCPStats
 }
 
@@ -334,6 +337,7 @@ func newTCPLayer(cfg TCPConfig, sink tcpSink, now time.Time) *tcpLayer {
 		l.setNow(now)
 	}
 	l.rnd = l.sec.isn[0] ^ l.sec.cookie[1] | 1
+	l.pmtu.key = uint32(l.sec.table[1] >> 32)
 	l.table.init(cfg.MaxConns, l.sec.table)
 	l.timers.init(cfg.MaxConns)
 	return l

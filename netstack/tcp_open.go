@@ -38,6 +38,7 @@ func (l *tcpLayer) negotiate(c *tcpConn, f *TCPFields) {
 		c.tsRecent = f.TSVal
 		c.mss -= 12 // RFC 6691: the MSS does not count options; each segment carries 12 bytes of timestamp
 	}
+	l.clampToPath(c)
 	c.irs = seqnum(f.Seq)
 	c.rcvNxt = c.irs.add(1)
 	c.appSeq, c.rcvAdv, c.lastAck = c.rcvNxt, c.rcvNxt, c.rcvNxt
@@ -106,6 +107,7 @@ func (l *tcpLayer) cookieEstablish(ls *tcpListener, k tcpKey, f *TCPFields, payl
 	c.irs = seqnum(f.Seq - 1)
 	c.rcvNxt, c.appSeq, c.rcvAdv, c.lastAck = seqnum(f.Seq), seqnum(f.Seq), seqnum(f.Seq), seqnum(f.Seq)
 	c.mss = min(mss, l.cfg.MSS)
+	l.clampToPath(c)
 	c.sndWnd, c.maxSndWnd = uint32(f.Window), uint32(f.Window)
 	c.sndWl1, c.sndWl2 = seqnum(f.Seq), seqnum(f.Ack)
 	if !l.establish(c) {

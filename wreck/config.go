@@ -5,13 +5,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"percore/shard"
 )
 
 // Config is one run of wreck, as the flags give it.
@@ -131,10 +132,13 @@ func (c *Config) validate() error {
 		}
 	}
 	if len(c.CPUSet) > 0 {
-		allowed := processCPUs()
+		allowed, err := shard.AllowedCPUs()
+		if err != nil {
+			return err
+		}
 		for _, cpu := range c.CPUSet {
 			if !slices.Contains(allowed, cpu) {
-				return badField("CPUSet", "CPU %d is not available to this process (allowed: %v)", cpu, allowed)
+				return badField("CPUSet", "CPU %d is not available to this process (allowed: %s)", cpu, shard.FormatCPUs(allowed))
 			}
 		}
 	}
@@ -215,45 +219,4 @@ func resolve(server string) (unix.Sockaddr, int, error) {
 	sa := &unix.SockaddrInet6{Port: p}
 	copy(sa.Addr[:], ips[0].To16())
 	return sa, unix.AF_INET6, nil
-}
-
-// ParseCPUSet parses a CPU list like "0-3,6".
-func ParseCPUSet(s string) ([]int, error) {
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil {
-			return nil, fmt.Errorf("--cpuset %q: want a list like 0-3,6", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
-				return nil, fmt.Errorf("--cpuset %q: want a list like 0-3,6", s)
-			}
-		}
-		for cpu := a; cpu <= b; cpu++ {
-			cpus = append(cpus, cpu)
-		}
-	}
-	return cpus, nil
-}
-
-// processCPUs returns the CPUs this process may run on, in order.
-func processCPUs() []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		cpus := make([]int, runtime.NumCPU())
-		for i := range cpus {
-			cpus[i] = i
-		}
-		return cpus
-	}
-	var cpus []int
-	for cpu := 0; cpu < 1024; cpu++ {
-		if set.IsSet(cpu) {
-			cpus = append(cpus, cpu)
-		}
-	}
-	return cpus
 }

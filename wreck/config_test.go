@@ -3,6 +3,7 @@ package wreck
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,16 +28,18 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-func TestParseCPUSet(t *testing.T) {
-	for in, want := range map[string]string{"0": "[0]", "0-3,6": "[0 1 2 3 6]", "2, 4-5": "[2 4 5]"} {
-		got, err := ParseCPUSet(in)
-		if err != nil || fmt.Sprint(got) != want {
-			t.Errorf("%q: %v %v, want %s", in, got, err, want)
+// --cpuset takes the server's grammar (shard.ParseCPUSet): sorted and
+// distinct, and a CPU number or range out of bounds is an error.
+func TestParseFlagsCPUSet(t *testing.T) {
+	for in, want := range map[string]string{"0": "[0]", "0-1,1": "[0 1]", "1, 0": "[0 1]"} {
+		cfg, _, err := ParseFlags([]string{"--server", "127.0.0.1:1", "--smp", "1", "--cpuset", in})
+		if err != nil || fmt.Sprint(cfg.CPUSet) != want {
+			t.Errorf("%q: %v %v, want %s", in, cfg.CPUSet, err, want)
 		}
 	}
-	for _, in := range []string{"", "a", "3-1", "1-", "1,,2"} {
-		if _, err := ParseCPUSet(in); err == nil {
-			t.Errorf("%q: no error", in)
+	for _, in := range []string{"a", "3-1", "1-", "1,,2", "70000", "0-100000"} {
+		if _, _, err := ParseFlags([]string{"--server", "127.0.0.1:1", "--cpuset", in}); err == nil || !strings.Contains(err.Error(), "--cpuset") {
+			t.Errorf("%q: error %v, want one about --cpuset", in, err)
 		}
 	}
 }

@@ -19,14 +19,15 @@ const (
 // with CheckSeq, the slot's own copy that it stamps before each write; carry
 // holds an incomplete header section or chunk line between reads.
 type conn struct {
-	idx    int32  // index in the shard's conns; epoll events carry it
-	fd     int    // -1 without a socket
-	gen    uint32 // bumped per socket, 24 bits; epoll events carry it to drop stale ones
-	state  cstate
-	queued bool // on the shard's pending list
-	outOn  bool // EPOLLOUT is in the socket's epoll interest
-	paced  bool // waiting for --connect-rate on the shard's paced list
-	p      parser
+	idx     int32  // index in the shard's conns; epoll events carry it
+	fd      int    // -1 without a socket
+	gen     uint32 // bumped per socket, 24 bits; epoll events carry it to drop stale ones
+	state   cstate
+	queued  bool // on the shard's pending list
+	outOn   bool // EPOLLOUT is in the socket's epoll interest
+	paced   bool // waiting for --connect-rate on the shard's paced list
+	inReady bool // on the shard's ready ring (--rate, keep-alive)
+	p       parser
 
 	carry []byte // unparsed tail of the last read (an incomplete head)
 

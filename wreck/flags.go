@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"percore/shard"
 )
 
 // headerList is the repeatable --header flag.
@@ -74,8 +76,8 @@ func ParseFlags(args []string) (cfg Config, jsonOut bool, err error) {
 		return cfg, false, err
 	}
 	if cpuset != "" {
-		if cfg.CPUSet, err = ParseCPUSet(cpuset); err != nil {
-			return cfg, false, err
+		if cfg.CPUSet, err = shard.ParseCPUSet(cpuset); err != nil {
+			return cfg, false, fmt.Errorf("--cpuset %q: %w; want a list like 0-3,6", cpuset, err)
 		}
 	}
 	return cfg, jsonOut, cfg.validate()

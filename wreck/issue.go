@@ -5,11 +5,15 @@ package wreck
 
 import "golang.org/x/sys/unix"
 
-// dispatch puts due requests (--rate) on connections with room, scanning from
-// the cursor; a full scan without room marks the shard saturated until a
-// connection frees a slot.
+// dispatch puts due requests (--rate) on connections with room: keep-alive,
+// the ready ring's; one-shot, idle slots found scanning from the cursor. No
+// room marks the shard saturated until a connection frees room.
 func (s *kclient) dispatch() {
 	if s.saturated || !s.backlog() {
+		return
+	}
+	if s.cfg.KeepAlive {
+		s.dispatchReady()
 		return
 	}
 	for range s.conns {
@@ -26,12 +30,57 @@ func (s *kclient) dispatch() {
 	s.saturated = true
 }
 
-// refill issues what c can take and, under --rate, notes that c has room left.
+// dispatchReady puts due requests on the ready ring's connections, each
+// going back to the ring's end while it has room for more, so that the
+// load spreads over all of them.
+func (s *kclient) dispatchReady() {
+	for s.backlog() {
+		if s.readyN == 0 {
+			s.saturated = true
+			return
+		}
+		c := &s.conns[s.ready[s.readyHead]]
+		if s.readyHead++; s.readyHead == len(s.ready) {
+			s.readyHead = 0
+		}
+		s.readyN--
+		c.inReady = false
+		if !s.hasRoom(c) {
+			continue // closed since it was offered: offered again once open
+		}
+		s.fill(c)
+		s.offer(c)
+	}
+}
+
+// refill issues what c can take and, under --rate, offers it if it has
+// room left.
 func (s *kclient) refill(c *conn) {
 	s.fill(c)
-	if s.rate && s.hasRoom(c) {
+	if !s.rate {
+		return
+	}
+	if s.cfg.KeepAlive {
+		s.offer(c)
+	} else if s.hasRoom(c) {
 		s.saturated = false
 	}
+}
+
+// offer puts c on the ready ring if it is open with room for a request
+// (open loop, keep-alive).
+func (s *kclient) offer(c *conn) {
+	if c.inReady || !s.hasRoom(c) {
+		return
+	}
+	i := s.readyHead + s.readyN
+	if i >= len(s.ready) {
+		i -= len(s.ready)
+	}
+	s.ready[i] = c.idx
+	s.readyN++
+	c.inReady = true
+	s.saturated = false
 }
 
 func (s *kclient) hasRoom(c *conn) bool {

@@ -33,7 +33,12 @@ type kclient struct {
 	pending   []int32 // conns to (re)connect or refill after this batch of events
 	paced     []int32 // idle conns waiting for --connect-rate, oldest first from pacedHead
 	pacedHead int
-	closed    bool // every socket closed: the run is over
+	// ready is the open loop's (--rate, keep-alive) open conns with room
+	// for a request, each at most once (conn.inReady), least recently used
+	// first: dispatch takes a conn in O(1), not a scan of every slot.
+	ready             []int32
+	readyHead, readyN int
+	closed            bool // every socket closed: the run is over
 }
 
 // newKClient builds a's connections to sa on shard sh and registers them
@@ -47,6 +52,9 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		reqLen: len(req), seqOff: seqOff,
 		pending: make([]int32, 0, a.slots),
 		paced:   make([]int32, 0, a.slots),
+	}
+	if a.rate && a.cfg.KeepAlive {
+		s.ready = make([]int32, a.slots)
 	}
 	k := a.cfg.Pipeline
 	shared := bytes.Repeat(req, k)

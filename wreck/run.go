@@ -58,14 +58,9 @@ type run struct {
 
 // newRun splits the connections and the request budget over the shards.
 func newRun(cfg *Config) *run {
-	cpus := cfg.CPUSet
-	if len(cpus) == 0 {
-		cpus = processCPUs()
-	}
 	r := &run{cfg: cfg, cpus: make([]int, cfg.SMP), accts: make([]*acct, cfg.SMP), ended: make(chan struct{})}
 	r.left.Store(int32(cfg.SMP))
 	for i := range cfg.SMP {
-		r.cpus[i] = cpus[i%len(cpus)]
 		conns := cfg.Conns / cfg.SMP
 		if i < cfg.Conns%cfg.SMP {
 			conns++
@@ -90,10 +85,21 @@ func (r *run) shardEnded() {
 	}
 }
 
-// start starts the shards, each on its CPU, with setup(shard, its account)
-// on the shard's thread. The shards begin their runs together, at their
-// first loop iteration.
+// start starts the shards, shard i on CPU i of cfg.CPUSet (or of the
+// process's CPUs), wrapping, with setup(shard, its account) on the shard's
+// thread. The shards begin their runs together, at their first loop
+// iteration.
 func (r *run) start(setup func(*shard.Shard, *acct) error) (*shard.Group, error) {
+	cpus := r.cfg.CPUSet
+	if len(cpus) == 0 {
+		var err error
+		if cpus, err = shard.AllowedCPUs(); err != nil {
+			return nil, err
+		}
+	}
+	for i := range r.cpus {
+		r.cpus[i] = cpus[i%len(cpus)]
+	}
 	g, err := shard.Start(shard.Config{CPUs: r.cpus, Tick: wheelTick, StopTimeout: time.Second}, func(sh *shard.Shard) error {
 		return setup(sh, r.accts[sh.ID])
 	})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"percore/lab"
+	"percore/shard"
 )
 
 // Config is the search's settings, one per flag.
@@ -69,6 +70,12 @@ func Main(ctx context.Context, args []string, out, log io.Writer) int {
 	}
 	if c.Resolution == 0 {
 		c.Resolution = max(1, c.Lo/50)
+	}
+	for flag, list := range map[string]string{"--server-cpus": c.ServerCPUs, "--client-cpus": c.ClientCPUs} {
+		if _, err := shard.ParseCPUSet(list); err != nil {
+			fmt.Fprintf(log, "bench specweb: %s %q: %v; want a list like 0-3,6\n", flag, list, err)
+			return 2
+		}
 	}
 	if c.Stack != "posix" && c.Stack != "native" {
 		fmt.Fprintln(log, "bench specweb: --network-stack is posix or native")

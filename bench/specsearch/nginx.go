@@ -5,8 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"percore/shard"
 )
 
 // nginxArgv writes an nginx configuration under dir (its own prefix: pid,
@@ -62,20 +63,8 @@ http {
 `, len(cpus), strings.Join(masks, " "), prefix, host, c.Port, c.Dir)
 }
 
-// cpuIDs lists the CPUs of a list like 0-3,6.
+// cpuIDs lists the CPUs of a list like 0-3,6, which Main checked.
 func cpuIDs(list string) []int {
-	var ids []int
-	for _, part := range strings.Split(list, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		for i := a; err1 == nil && err2 == nil && i <= b; i++ {
-			ids = append(ids, i)
-		}
-	}
-	return ids
+	cpus, _ := shard.ParseCPUSet(list)
+	return cpus
 }

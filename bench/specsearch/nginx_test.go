@@ -37,7 +37,8 @@ func TestNginxArgs(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
 	}
-	for _, args := range [][]string{{"--server", "apache"}, {"--server", "nginx", "--network-stack", "native"}, {"--server", "nginx", "--server-args", "--cache-size 1G"}, {"--client-stack", "dpdk"}} {
+	for _, args := range [][]string{{"--server", "apache"}, {"--server", "nginx", "--network-stack", "native"}, {"--server", "nginx", "--server-args", "--cache-size 1G"},
+		{"--client-stack", "dpdk"}, {"--server-cpus", "1,x"}, {"--client-cpus", "0-70000"}, {"--server-cpus", ""}} {
 		if Main(context.Background(), args, &b, &b) != 2 {
 			t.Errorf("%v accepted", args)
 		}
