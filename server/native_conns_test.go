@@ -22,10 +22,11 @@ var soakConns = flag.Int("soak-conns", 20000, "TestNativeConnsSoak: keep-alive c
 // -soak-conns may pass the ports of one) opens them all together: a burst
 // of 10,000 SYNs on each server queue, more than the SYN backlog of the
 // default sizing (8192), so SYN cookies answer the rest. It sends requests on
-// them for 3 s (closed loop), then resets them and leaves. Resets the
-// client could not send before its socket closed leave connections whose
-// peer is gone: the server's idle timeout (1 s here) closes them, and TCP
-// aborts them when its FIN goes unanswered. It asserts no error, every
+// them for 6 s (closed loop; long enough for all of them to open on a loaded
+// machine), then resets them and leaves. Resets the client could not send
+// before its socket closed leave connections whose peer is gone: the
+// server's idle timeout (1 s here) closes them, and TCP aborts them when its
+// FIN goes unanswered. It asserts no error, every
 // connection accepted and served, and the server back to idle: no httpd or
 // TCP connection, no receive buffer lent, every UMEM transmit frame back in
 // the free list.
@@ -71,7 +72,7 @@ func TestNativeConnsSoak(t *testing.T) {
 		"--host-ipv4-addr", fmt.Sprintf("%s-%s", addrs[0], addrs[1]), "--source-ports", "1024-65535",
 		"--server", fmt.Sprintf("%s:80", pair.ServerIP), "--smp", "2", "--cpuset", shard.FormatCPUs(cpus),
 		"--xdp-frames", "65536", "--conn", fmt.Sprint(n),
-		"--path", "/a.txt", "--duration", "3s", "--timeout", "20s")
+		"--path", "/a.txt", "--duration", "6s", "--timeout", "20s")
 	cfg, _, err := wreck.ParseFlags(args)
 	must(t, err)
 	res, err := wreck.Run(cfg)
