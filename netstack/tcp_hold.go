@@ -153,18 +153,7 @@ func (l *tcpLayer) releaseHeld() {
 		h := q.ring[q.head]
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
-		c := l.conns[h.id]
-		if c.gen != h.gen || c.state == tcpClosed {
-			continue
-		}
-		c.woken = false
-		if c.appSeq != c.rcvDataEnd() {
-			l.deliver(c, true)
-		}
-		l.output(c)
-		if c.state != tcpClosed {
-			l.schedule(c)
-		}
+		l.rerun(h)
 	}
 	q.releasing, q.overdue = false, false
 	if q.n > 0 {
