@@ -28,8 +28,9 @@ import "time"
 // tcpHeld is the FIFO of connections waiting for credit, and the record
 // of the flights credit let go that may not have been answered yet.
 type tcpHeld struct {
-	ring      []TCPHandle // waiting, oldest at head; each conn at most once (marked woken)
-	since     []int64     // when each entry of ring began to wait
+	ring      []int32 // ids of the conns waiting, oldest at head; each id at most once
+	since     []int64 // when each entry of ring began to wait
+	turn      []int32 // by id: the generation of the conn its ring entry runs; 0: none
 	head, n   int
 	credit    int  // new flights this poll may still start; < 0: no limit
 	releasing bool // releaseHeld is running: the head of the FIFO goes first
@@ -75,8 +76,9 @@ func (l *tcpLayer) flightCredit(n int) {
 	}
 	if q.ring == nil {
 		m := l.cfg.MaxConns
-		q.ring = make([]TCPHandle, m)
+		q.ring = make([]int32, m)
 		q.since = make([]int64, m)
+		q.turn = make([]int32, m)
 		q.flights = make([]int32, m)
 		q.flying = make([]uint64, (m+63)/64)
 	}
@@ -126,13 +128,19 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 	if c.woken {
 		return true // queued already (woken or held): it runs output again
 	}
-	if q.n == len(q.ring) || int(c.id) >= len(q.ring) {
-		return false // cannot happen: a conn is in it at most once, and ids stay under MaxConns
+	if int(c.id) >= len(q.turn) {
+		return false // cannot happen: ids stay under MaxConns
 	}
 	c.woken = true
-	i := (q.head + q.n) % len(q.ring)
-	q.ring[i], q.since[i] = TCPHandle{id: c.id, gen: c.gen}, l.now
-	q.n++
+	if q.turn[c.id] == 0 {
+		i := (q.head + q.n) % len(q.ring)
+		q.ring[i], q.since[i] = c.id, l.now
+		q.n++
+	}
+	// Else a conn that closed while it waited had this slot: c takes its
+	// turn (and its wait so far), so that entries never outnumber slots
+	// however often a peer opens, asks and resets.
+	q.turn[c.id] = c.gen
 	l.stats.FlightsHeld++
 	return true
 }
@@ -150,9 +158,11 @@ func (l *tcpLayer) releaseHeld() {
 		if q.overdue {
 			l.stats.HeldOverdue++
 		}
-		h := q.ring[q.head]
+		id := q.ring[q.head]
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
+		h := TCPHandle{id: id, gen: q.turn[id]}
+		q.turn[id] = 0
 		l.rerun(h)
 	}
 	q.releasing, q.overdue = false, false
