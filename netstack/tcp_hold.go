@@ -155,15 +155,14 @@ func (l *tcpLayer) releaseHeld() {
 		if q.credit == 0 && !q.overdue {
 			break
 		}
-		if q.overdue {
-			l.stats.HeldOverdue++
-		}
 		id := q.ring[q.head]
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
 		h := TCPHandle{id: id, gen: q.turn[id]}
 		q.turn[id] = 0
-		l.rerun(h)
+		if l.rerun(h) && q.overdue {
+			l.stats.HeldOverdue++
+		}
 	}
 	q.releasing, q.overdue = false, false
 	if q.n > 0 {

@@ -102,3 +102,22 @@ func TestTCPFlightCreditReusedSlot(t *testing.T) {
 		t.Fatalf("held %d (counted %d)", x.l.held.n, st.FlightsHeld)
 	}
 }
+
+// TestTCPFlightCreditClosedWhileHeld: a connection reset while it waits
+// for credit leaves the FIFO at its turn without counting as let go.
+func TestTCPFlightCreditClosedWhileHeld(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	_, app := x.establish()
+	app.echo = true
+	x.l.flightCredit(0)
+	x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "ping"})
+	x.expect(seg{TCPFields: fl(A, 1001, 5005, 32764)})
+	x.send(seg{TCPFields: fl(R, 5005, 0, 0)})
+	x.state(tcpClosed)
+	x.l.flightCredit(0)
+	x.advance(time.Duration(maxHold))
+	x.expectNothing()
+	if st := x.stats(); st.HeldOverdue != 0 || x.l.held.n != 0 {
+		t.Fatalf("overdue %d, held %d", st.HeldOverdue, x.l.held.n)
+	}
+}

@@ -583,12 +583,12 @@ func (l *tcpLayer) runWoken() {
 }
 
 // rerun runs h's connection, queued to run again (woken or held for
-// flight credit), unless it is gone: it feeds the app the input it held
-// back and sends what it has to send.
-func (l *tcpLayer) rerun(h TCPHandle) {
+// flight credit), and reports whether it still was there: it feeds the
+// app the input it held back and sends what it has to send.
+func (l *tcpLayer) rerun(h TCPHandle) bool {
 	c := l.conns[h.id]
 	if c.gen != h.gen || c.state == tcpClosed {
-		return
+		return false
 	}
 	c.woken = false
 	if c.appSeq != c.rcvDataEnd() {
@@ -600,4 +600,5 @@ func (l *tcpLayer) rerun(h TCPHandle) {
 	if c.state != tcpClosed {
 		l.schedule(c)
 	}
+	return true
 }
