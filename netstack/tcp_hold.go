@@ -38,15 +38,15 @@ type tcpHeld struct {
 
 	// flights is a ring of the ids of conns that started a flight under
 	// credit, each at most once (bit set in flying). A flight ends when
-	// all its data is acknowledged or the conn closes; sweep drops the
-	// ended ones from the head and moves those still in flight to the
-	// tail, checking about as many a poll as flights start, so that fN
-	// follows the flights outstanding from above.
-	flights []int32
-	fHead   int
-	fN      int
-	flying  []uint64
-	started int // flights recorded since the last sweep
+	// all its data is acknowledged or the conn closes; sweepFlights drops
+	// the ended ones from the head and moves those still in flight to the
+	// tail, checking about as many a poll as flights start, so that
+	// flightsOut follows the flights outstanding from above.
+	flights     []int32
+	flightsHead int // oldest record in flights
+	flightsOut  int // records in flights: flights maybe unanswered
+	flying      []uint64
+	started     int // flights recorded since the last sweep
 }
 
 // maxHold bounds a connection's wait for credit.
@@ -84,20 +84,20 @@ func (l *tcpLayer) flightCredit(n int) {
 	}
 	l.sweepFlights(q.started + sweepSpare)
 	q.started = 0
-	q.credit = max(n-q.fN, 0)
+	q.credit = max(n-q.flightsOut, 0)
 }
 
 // sweepFlights checks up to k recorded flights, oldest first.
 func (l *tcpLayer) sweepFlights(k int) {
 	q := &l.held
-	for range min(k, q.fN) {
-		id := q.flights[q.fHead]
-		q.fHead = (q.fHead + 1) % len(q.flights)
+	for range min(k, q.flightsOut) {
+		id := q.flights[q.flightsHead]
+		q.flightsHead = (q.flightsHead + 1) % len(q.flights)
 		if c := l.conns[id]; c.state != tcpClosed && c.sndMax != c.sndUna {
-			q.flights[(q.fHead+q.fN-1)%len(q.flights)] = id // still in flight: to the tail
+			q.flights[(q.flightsHead+q.flightsOut-1)%len(q.flights)] = id // still in flight: to the tail
 			continue
 		}
-		q.fN--
+		q.flightsOut--
 		q.flying[id/64] &^= 1 << (id % 64)
 	}
 }
@@ -114,8 +114,8 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 		q.credit = max(q.credit-1, 0)
 		if bit := uint64(1) << (c.id % 64); q.flying[c.id/64]&bit == 0 {
 			q.flying[c.id/64] |= bit
-			q.flights[(q.fHead+q.fN)%len(q.flights)] = c.id
-			q.fN++
+			q.flights[(q.flightsHead+q.flightsOut)%len(q.flights)] = c.id
+			q.flightsOut++
 			q.started++
 		}
 		return false

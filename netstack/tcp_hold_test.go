@@ -25,8 +25,8 @@ func TestTCPFlightCredit(t *testing.T) {
 	ack := fl(A, 1001, 5005, 32764)
 	ack.DstPort = tRPort + 1
 	x.expect(seg{TCPFields: ack})
-	if st := x.stats(); st.FlightsHeld != 1 || x.l.held.n != 1 || x.l.held.fN != 1 {
-		t.Fatalf("held %d (counted %d), flights %d", x.l.held.n, st.FlightsHeld, x.l.held.fN)
+	if st := x.stats(); st.FlightsHeld != 1 || x.l.held.n != 1 || x.l.held.flightsOut != 1 {
+		t.Fatalf("held %d (counted %d), flights %d", x.l.held.n, st.FlightsHeld, x.l.held.flightsOut)
 	}
 
 	// A's flight is unanswered: no credit for B.
@@ -41,8 +41,8 @@ func TestTCPFlightCredit(t *testing.T) {
 	resp := fl(PA, 1001, 5005, 32764)
 	resp.DstPort = tRPort + 1
 	x.expect(seg{TCPFields: resp, data: "pong"})
-	if x.l.held.n != 0 || x.l.held.fN != 1 || b.sndMax == b.sndUna || a.sndMax != a.sndUna {
-		t.Fatalf("held %d, flights %d", x.l.held.n, x.l.held.fN)
+	if x.l.held.n != 0 || x.l.held.flightsOut != 1 || b.sndMax == b.sndUna || a.sndMax != a.sndUna {
+		t.Fatalf("held %d, flights %d", x.l.held.n, x.l.held.flightsOut)
 	}
 
 	// Without a limit nothing waits.
