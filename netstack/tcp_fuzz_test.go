@@ -256,6 +256,10 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 	if len(l.txRings)+lent != l.txMade || l.txMade > len(l.conns) {
 		t.Fatalf("pools: %d rings made, %d free, %d lent", l.txMade, len(l.txRings), lent)
 	}
+	// Every conn without a buffer shares noRcvBuf: nothing may write it.
+	if nb := &l.noRcvBuf; nb.rb != nil || nb.rbHead != 0 || nb.ooo != nil || nb.nSACKHist != 0 || nb.sackHist != [tcpSACKHist]seqnum{} {
+		t.Fatalf("the shared empty receive buffer was written: %+v", *nb)
+	}
 	// The flight-credit FIFO: an entry per slot with a turn, and a live
 	// conn whose turn it is counts as queued (woken).
 	q, turns := &l.held, 0
