@@ -182,14 +182,20 @@ func ours(addrs int, aliases bool, off int16, ok string) asm.Instructions {
 // lookup looks r4, stored in size bytes at stack offset slot, up in map m
 // (clobbering r0-r5): found -> hit, else -> pass.
 func lookup(m int, slot int16, size asm.Size, hit string) asm.Instructions {
+	insns := lookupElem(m, asm.StoreMem(asm.RFP, slot, asm.R4, size))
+	return append(insns, asm.Ja.Label(hit))
+}
+
+// lookupElem looks up in map m the key that store writes to the stack
+// (clobbering r0-r5): r0 then points to the value; a miss -> pass.
+func lookupElem(m int, store asm.Instruction) asm.Instructions {
 	return asm.Instructions{
-		asm.StoreMem(asm.RFP, slot, asm.R4, size),
+		store,
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, int32(slot)),
+		asm.Add.Imm(asm.R2, int32(store.Offset)),
 		asm.LoadMapPtr(asm.R1, m),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Ja.Label(hit),
 	}
 }
 
@@ -203,16 +209,10 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		ethLen  = 14
 		ipv4Min = 20
 	)
-	head := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-
-		// r9 = config[0] (our IP); unset -> pass.
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, config),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
+	head := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	// r9 = config[0] (our IP); unset -> pass.
+	head = append(head, lookupElem(config, asm.StoreImm(asm.RFP, -4, 0, asm.Word))...)
+	head = append(head, asm.Instructions{
 		asm.LoadMem(asm.R9, asm.R0, 0, asm.Word),
 		asm.JEq.Imm(asm.R9, 0, "pass"),
 
@@ -231,7 +231,7 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, ethLen+ipv4Min),
 		asm.JGT.Reg(asm.R2, asm.R8, "pass"),
-	}
+	}...)
 	head = append(head, ours(addrs, aliases, ethLen+16, "ip_ours")...)
 	head = append(head, asm.Instructions{
 		asm.LoadMem(asm.R3, asm.R7, ethLen, asm.Byte).WithSymbol("ip_ours"),
@@ -258,14 +258,9 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		asm.JGT.Reg(asm.R4, asm.R8, "pass"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
 	}
+	// ports[r4] != 0: an array lookup, which the JIT inlines.
+	portCheck = append(portCheck, lookupElem(ports, asm.StoreMem(asm.RFP, -8, asm.R4, asm.Word))...)
 	portCheck = append(portCheck, asm.Instructions{
-		// ports[r4] != 0: an array lookup, which the JIT inlines.
-		asm.StoreMem(asm.RFP, -8, asm.R4, asm.Word),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.LoadMapPtr(asm.R1, ports),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
 		asm.LoadMem(asm.R4, asm.R0, 0, asm.Byte),
 		asm.JEq.Imm(asm.R4, 0, "pass"),
 		asm.Ja.Label("redirect"),

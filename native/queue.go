@@ -94,7 +94,8 @@ const defaultMaxConns = 4096
 // lowFraction: a queue sheds new connections (its TCP drops SYNs, counted)
 // while fewer than 1/lowFraction of its transmit frames are free, so that
 // the frames left carry the established connections' data and ACKs; a
-// dropped SYN is sent again by the client.
+// dropped SYN is sent again by the client. Flight credit likewise leaves
+// 1/lowFraction of the receive frames to segments it does not pace.
 const lowFraction = 8
 
 // NewQueue opens the socket of rx queue id, registers it with the device's
@@ -156,7 +157,7 @@ const linkBatch = 64
 // newStack builds q's stack with TCP on, over q.link.
 func (d *Device) newStack(q *Queue, tc netstack.TCPConfig) (err error) {
 	q.low = q.size.Frames / 2 / lowFraction
-	q.rxKeep = q.size.Frames / 2 / lowFraction
+	q.rxKeep = q.size.RxFrames() / lowFraction
 	sc := netstack.Config{MAC: d.mac}
 	sc.Addr, _ = netstack.IPv4AddrFrom(d.cfg.Addr)
 	sc.Netmask, _ = netstack.IPv4AddrFrom(d.cfg.Netmask)

@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/gopacket/layers"
 )
@@ -126,5 +127,33 @@ func TestARPGleanKeepsMAC(t *testing.T) {
 	}
 	if st := c.stats(); st.ARPGleanConflict != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestARPNeighbourMoves: a neighbour whose MAC changes (a new NIC, a
+// migrated VM) and goes on talking to us without announcing it is reached
+// at its old MAC until the entry expires (frames from the new MAC do not
+// move it, nor refresh it), then found again by a fresh request.
+func TestARPNeighbourMoves(t *testing.T) {
+	c := newTestCtx(t, func(c *Config) { c.ARPLifetime = 10 * time.Second })
+	knowB(c)
+	ping := func(seq uint16) []byte {
+		return echoFrame(t, macC, macA, ipB, ipA, ipOpts{flags: layers.IPv4DontFragment}, false, 1, seq, nil)
+	}
+	reply := func(dst MAC, id, seq uint16) []byte {
+		return echoFrame(t, macA, dst, ipA, ipB, ipOpts{id: id, flags: layers.IPv4DontFragment}, true, 1, seq, nil)
+	}
+	c.send(ping(1))
+	c.expect(reply(macB, 0, 1))
+	c.advance(8 * time.Second) // the last quarter: one unicast refresh to the old MAC
+	c.send(ping(2))
+	c.expect(arpFrame(t, macA, macB, ARPRequest, macA, ipA, MACZero, ipB), reply(macB, 1, 2))
+	c.advance(2 * time.Second) // expired: no answer came, and gleaning kept none alive
+	c.send(ping(3))
+	c.expect(arpFrame(t, macA, MACBroadcast, ARPRequest, macA, ipA, MACZero, ipB))
+	c.send(arpFrame(t, macC, macA, ARPReply, macC, ipB, macA, ipA))
+	c.expect(reply(macC, 2, 3))
+	if e := c.s.arp.find(ipB); e == nil || e.mac != macC || e.state != arpReachable {
+		t.Fatalf("B's entry %+v", e)
 	}
 }

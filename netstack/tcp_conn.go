@@ -71,7 +71,7 @@ type tcpConn struct {
 	finRcvd   bool // peer's FIN seen at rcvFin (maybe beyond a hole)
 	peerFed   bool // PeerClosed called
 	persist   bool // rtxAt is the persist timer
-	woken     bool // queued in layer.woken
+	woken     bool // queued in layer.woken, or waiting in layer.held for flight credit
 	tlp       bool // rtxAt is the tail loss probe timeout
 	tlpDone   bool // a probe went out since the last new ACK
 	rttOn     bool // rttSeq is being timed

@@ -17,7 +17,8 @@ import (
 //	   up so that it reaches the connection's state machine
 //	1: crafted segment: [1, conn, flags, seqoff(2), ackoff(2), win(2), len]
 //	   with seq and ack relative to RCV.NXT and SND.UNA
-//	2: clock: [2, n] advances n*7 ms and runs timers
+//	2: clock: [2, n] advances n*7 ms and runs timers, with flight credit
+//	   for (n>>5)-1 new flights (-1: no limit)
 //	3: app: [3, conn, op]: write output, close, block or unblock input
 func FuzzTCPLayer(f *testing.F) {
 	f.Add([]byte{1, 0, A | P, 0, 0, 0, 0, 0xff, 0xff, 20, 2, 10, 1, 0, A, 0, 0, 0, 4, 0xff, 0xff, 0})
@@ -102,6 +103,7 @@ func FuzzTCPLayer(f *testing.F) {
 				x.l.input(x.now, tRemote, tLocal, pr.segment(&fl, payload))
 			case 2:
 				h := take(1)
+				x.l.flightCredit(int(h[0]>>5) - 1)
 				x.advance(time.Duration(h[0]) * 7 * time.Millisecond)
 			case 3:
 				h := take(2)
@@ -253,6 +255,30 @@ func checkTCPInvariants(t *testing.T, l *tcpLayer) {
 	}
 	if len(l.txRings)+lent != l.txMade || l.txMade > len(l.conns) {
 		t.Fatalf("pools: %d rings made, %d free, %d lent", l.txMade, len(l.txRings), lent)
+	}
+	// Every conn without a buffer shares noRcvBuf: nothing may write it.
+	if nb := &l.noRcvBuf; nb.rb != nil || nb.rbHead != 0 || nb.ooo != nil || nb.nSACKHist != 0 || nb.sackHist != [tcpSACKHist]seqnum{} {
+		t.Fatalf("the shared empty receive buffer was written: %+v", *nb)
+	}
+	// The flight-credit FIFO: an entry per slot with a turn, and a live
+	// conn whose turn it is counts as queued (woken).
+	q, turns := &l.held, 0
+	for id, gen := range q.turn {
+		if gen == 0 {
+			continue
+		}
+		turns++
+		if c := l.conns[id]; c.gen == gen && c.state != tcpClosed && !c.woken {
+			t.Fatalf("port %d waits for credit, not marked woken", c.key.rport)
+		}
+	}
+	if q.n > len(q.ring) || turns != q.n {
+		t.Fatalf("held FIFO of %d entries, %d turns", q.n, turns)
+	}
+	for i := range q.n {
+		if q.turn[q.ring[(q.head+i)%len(q.ring)]] == 0 {
+			t.Fatal("held FIFO entry without a turn")
+		}
 	}
 }
 

@@ -28,8 +28,9 @@ import "time"
 // tcpHeld is the FIFO of connections waiting for credit, and the record
 // of the flights credit let go that may not have been answered yet.
 type tcpHeld struct {
-	ring      []TCPHandle // waiting, oldest at head; each conn at most once (marked woken)
-	since     []int64     // when each entry of ring began to wait
+	ring      []int32 // ids of the conns waiting, oldest at head; each id at most once
+	since     []int64 // when each entry of ring began to wait
+	turn      []int32 // by id: the generation of the conn its ring entry runs; 0: none
 	head, n   int
 	credit    int  // new flights this poll may still start; < 0: no limit
 	releasing bool // releaseHeld is running: the head of the FIFO goes first
@@ -37,15 +38,15 @@ type tcpHeld struct {
 
 	// flights is a ring of the ids of conns that started a flight under
 	// credit, each at most once (bit set in flying). A flight ends when
-	// all its data is acknowledged or the conn closes; sweep drops the
-	// ended ones from the head and moves those still in flight to the
-	// tail, checking about as many a poll as flights start, so that fN
-	// follows the flights outstanding from above.
-	flights []int32
-	fHead   int
-	fN      int
-	flying  []uint64
-	started int // flights recorded since the last sweep
+	// all its data is acknowledged or the conn closes; sweepFlights drops
+	// the ended ones from the head and moves those still in flight to the
+	// tail, checking about as many a poll as flights start, so that
+	// flightsOut follows the flights outstanding from above.
+	flights     []int32
+	flightsHead int // oldest record in flights
+	flightsOut  int // records in flights: flights maybe unanswered
+	flying      []uint64
+	started     int // flights recorded since the last sweep
 }
 
 // maxHold bounds a connection's wait for credit.
@@ -75,27 +76,28 @@ func (l *tcpLayer) flightCredit(n int) {
 	}
 	if q.ring == nil {
 		m := l.cfg.MaxConns
-		q.ring = make([]TCPHandle, m)
+		q.ring = make([]int32, m)
 		q.since = make([]int64, m)
+		q.turn = make([]int32, m)
 		q.flights = make([]int32, m)
 		q.flying = make([]uint64, (m+63)/64)
 	}
 	l.sweepFlights(q.started + sweepSpare)
 	q.started = 0
-	q.credit = max(n-q.fN, 0)
+	q.credit = max(n-q.flightsOut, 0)
 }
 
 // sweepFlights checks up to k recorded flights, oldest first.
 func (l *tcpLayer) sweepFlights(k int) {
 	q := &l.held
-	for range min(k, q.fN) {
-		id := q.flights[q.fHead]
-		q.fHead = (q.fHead + 1) % len(q.flights)
+	for range min(k, q.flightsOut) {
+		id := q.flights[q.flightsHead]
+		q.flightsHead = (q.flightsHead + 1) % len(q.flights)
 		if c := l.conns[id]; c.state != tcpClosed && c.sndMax != c.sndUna {
-			q.flights[(q.fHead+q.fN-1)%len(q.flights)] = id // still in flight: to the tail
+			q.flights[(q.flightsHead+q.flightsOut-1)%len(q.flights)] = id // still in flight: to the tail
 			continue
 		}
-		q.fN--
+		q.flightsOut--
 		q.flying[id/64] &^= 1 << (id % 64)
 	}
 }
@@ -112,8 +114,8 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 		q.credit = max(q.credit-1, 0)
 		if bit := uint64(1) << (c.id % 64); q.flying[c.id/64]&bit == 0 {
 			q.flying[c.id/64] |= bit
-			q.flights[(q.fHead+q.fN)%len(q.flights)] = c.id
-			q.fN++
+			q.flights[(q.flightsHead+q.flightsOut)%len(q.flights)] = c.id
+			q.flightsOut++
 			q.started++
 		}
 		return false
@@ -126,13 +128,19 @@ func (l *tcpLayer) holdFlight(c *tcpConn) bool {
 	if c.woken {
 		return true // queued already (woken or held): it runs output again
 	}
-	if q.n == len(q.ring) || int(c.id) >= len(q.ring) {
-		return false // cannot happen: a conn is in it at most once, and ids stay under MaxConns
+	if int(c.id) >= len(q.turn) {
+		return false // cannot happen: ids stay under MaxConns
 	}
 	c.woken = true
-	i := (q.head + q.n) % len(q.ring)
-	q.ring[i], q.since[i] = TCPHandle{id: c.id, gen: c.gen}, l.now
-	q.n++
+	if q.turn[c.id] == 0 {
+		i := (q.head + q.n) % len(q.ring)
+		q.ring[i], q.since[i] = c.id, l.now
+		q.n++
+	}
+	// Else a conn that closed while it waited had this slot: c takes its
+	// turn (and its wait so far), so that entries never outnumber slots
+	// however often a peer opens, asks and resets.
+	q.turn[c.id] = c.gen
 	l.stats.FlightsHeld++
 	return true
 }
@@ -147,23 +155,13 @@ func (l *tcpLayer) releaseHeld() {
 		if q.credit == 0 && !q.overdue {
 			break
 		}
-		if q.overdue {
-			l.stats.HeldOverdue++
-		}
-		h := q.ring[q.head]
+		id := q.ring[q.head]
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
-		c := l.conns[h.id]
-		if c.gen != h.gen || c.state == tcpClosed {
-			continue
-		}
-		c.woken = false
-		if c.appSeq != c.rcvDataEnd() {
-			l.deliver(c, true)
-		}
-		l.output(c)
-		if c.state != tcpClosed {
-			l.schedule(c)
+		h := TCPHandle{id: id, gen: q.turn[id]}
+		q.turn[id] = 0
+		if l.rerun(h) && q.overdue {
+			l.stats.HeldOverdue++
 		}
 	}
 	q.releasing, q.overdue = false, false

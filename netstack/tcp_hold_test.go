@@ -25,8 +25,8 @@ func TestTCPFlightCredit(t *testing.T) {
 	ack := fl(A, 1001, 5005, 32764)
 	ack.DstPort = tRPort + 1
 	x.expect(seg{TCPFields: ack})
-	if st := x.stats(); st.FlightsHeld != 1 || x.l.held.n != 1 || x.l.held.fN != 1 {
-		t.Fatalf("held %d (counted %d), flights %d", x.l.held.n, st.FlightsHeld, x.l.held.fN)
+	if st := x.stats(); st.FlightsHeld != 1 || x.l.held.n != 1 || x.l.held.flightsOut != 1 {
+		t.Fatalf("held %d (counted %d), flights %d", x.l.held.n, st.FlightsHeld, x.l.held.flightsOut)
 	}
 
 	// A's flight is unanswered: no credit for B.
@@ -41,8 +41,8 @@ func TestTCPFlightCredit(t *testing.T) {
 	resp := fl(PA, 1001, 5005, 32764)
 	resp.DstPort = tRPort + 1
 	x.expect(seg{TCPFields: resp, data: "pong"})
-	if x.l.held.n != 0 || x.l.held.fN != 1 || b.sndMax == b.sndUna || a.sndMax != a.sndUna {
-		t.Fatalf("held %d, flights %d", x.l.held.n, x.l.held.fN)
+	if x.l.held.n != 0 || x.l.held.flightsOut != 1 || b.sndMax == b.sndUna || a.sndMax != a.sndUna {
+		t.Fatalf("held %d, flights %d", x.l.held.n, x.l.held.flightsOut)
 	}
 
 	// Without a limit nothing waits.
@@ -67,6 +67,57 @@ func TestTCPFlightCreditOverdue(t *testing.T) {
 	x.advance(1)
 	x.expect(seg{TCPFields: fl(PA, 1001, 5005, 32764), data: "ping"})
 	if st := x.stats(); st.HeldOverdue != 1 || x.l.held.n != 0 {
+		t.Fatalf("overdue %d, held %d", st.HeldOverdue, x.l.held.n)
+	}
+}
+
+// TestTCPFlightCreditReusedSlot: a connection that closes while it waits
+// for credit leaves its place in the FIFO to the next connection in its
+// slot, which waits too and goes in turn: entries never outnumber slots, so a peer that
+// opens, asks and resets in a loop cannot fill the FIFO with the dead and
+// send past the credit.
+func TestTCPFlightCreditReusedSlot(t *testing.T) {
+	cfg := tcpTestConfig()
+	cfg.MaxConns = 1
+	x := newTCPTest(t, cfg)
+	for i := range 3 {
+		_, app := x.establish()
+		app.echo = true
+		x.l.flightCredit(0)
+		x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "ping"})
+		x.expect(seg{TCPFields: fl(A, 1001, 5005, 32764)})
+		if x.l.held.n != 1 {
+			t.Fatalf("round %d: %d held, want 1", i, x.l.held.n)
+		}
+		if i == 2 {
+			break
+		}
+		x.send(seg{TCPFields: fl(R, 5005, 0, 0)})
+		x.state(tcpClosed)
+	}
+	x.l.flightCredit(1)
+	x.advance(0)
+	x.expect(seg{TCPFields: fl(PA, 1001, 5005, 32764), data: "ping"})
+	if st := x.stats(); st.FlightsHeld != 3 || x.l.held.n != 0 {
+		t.Fatalf("held %d (counted %d)", x.l.held.n, st.FlightsHeld)
+	}
+}
+
+// TestTCPFlightCreditClosedWhileHeld: a connection reset while it waits
+// for credit leaves the FIFO at its turn without counting as let go.
+func TestTCPFlightCreditClosedWhileHeld(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	_, app := x.establish()
+	app.echo = true
+	x.l.flightCredit(0)
+	x.send(seg{TCPFields: fl(PA, 5001, 1001, 65535), data: "ping"})
+	x.expect(seg{TCPFields: fl(A, 1001, 5005, 32764)})
+	x.send(seg{TCPFields: fl(R, 5005, 0, 0)})
+	x.state(tcpClosed)
+	x.l.flightCredit(0)
+	x.advance(time.Duration(maxHold))
+	x.expectNothing()
+	if st := x.stats(); st.HeldOverdue != 0 || x.l.held.n != 0 {
 		t.Fatalf("overdue %d, held %d", st.HeldOverdue, x.l.held.n)
 	}
 }

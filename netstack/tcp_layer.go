@@ -576,21 +576,29 @@ func (l *tcpLayer) runWoken() {
 	woken := l.woken
 	l.woken = l.wokenNext[:0]
 	for _, h := range woken {
-		c := l.conns[h.id]
-		if c.gen != h.gen || c.state == tcpClosed {
-			continue
-		}
-		c.woken = false
-		if c.appSeq != c.rcvDataEnd() {
-			// The app may take the input it pushed back on: a peer that
-			// sent all it had sends no ACK to bring it otherwise.
-			l.deliver(c, true)
-		}
-		l.output(c)
-		if c.state != tcpClosed {
-			l.schedule(c)
-		}
+		l.rerun(h)
 	}
 	clear(woken)
 	l.wokenNext = woken[:0]
+}
+
+// rerun runs h's connection, queued to run again (woken or held for
+// flight credit), and reports whether it still was there: it feeds the
+// app the input it held back and sends what it has to send.
+func (l *tcpLayer) rerun(h TCPHandle) bool {
+	c := l.conns[h.id]
+	if c.gen != h.gen || c.state == tcpClosed {
+		return false
+	}
+	c.woken = false
+	if c.appSeq != c.rcvDataEnd() {
+		// The app may take the input it pushed back on: a peer that
+		// sent all it had sends no ACK to bring it otherwise.
+		l.deliver(c, true)
+	}
+	l.output(c)
+	if c.state != tcpClosed {
+		l.schedule(c)
+	}
+	return true
 }

@@ -25,19 +25,35 @@ func scaleKey(i int) tcpKey {
 	return tcpKey{raddr: 0xc6120000 | uint32(i>>16), laddr: 0xc6130001, rport: uint16(i), lport: 80}
 }
 
+// xorshift is a fixed pseudo-random sequence (Marsaglia's xorshift64).
+type xorshift uint64
+
+func (x *xorshift) next() uint64 {
+	*x ^= *x << 13
+	*x ^= *x >> 7
+	*x ^= *x << 17
+	return uint64(*x)
+}
+
+// scaleArmed is scaleLayer with every conn's timer armed at random within
+// a second, and the sequence that chose them.
+func scaleArmed(tb testing.TB) (*tcpLayer, *xorshift) {
+	l := scaleLayer(tb, scaleConns)
+	rnd := xorshift(1)
+	for _, c := range l.conns {
+		c.rtxAt = 1 + int64(rnd.next()%1e9)
+		l.schedule(c)
+	}
+	return l, &rnd
+}
+
 // BenchmarkTCPTimerSchedule moves random timers of many armed conns, as
 // ACKs (re-arm later), sends (arm) and the last ACK of a burst (disarm) do.
 func BenchmarkTCPTimerSchedule(b *testing.B) {
-	l := scaleLayer(b, scaleConns)
-	rnd := uint64(1)
-	next := func() uint64 { rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17; return rnd }
-	for _, c := range l.conns {
-		c.rtxAt = 1 + int64(next()%1e9)
-		l.schedule(c)
-	}
+	l, rnd := scaleArmed(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r := next()
+		r := rnd.next()
 		c := l.conns[r%scaleConns]
 		if r>>40%8 == 0 {
 			c.rtxAt = 0
@@ -51,13 +67,7 @@ func BenchmarkTCPTimerSchedule(b *testing.B) {
 // BenchmarkTCPTimerFire pops the earliest timer and arms it again later,
 // as poll does when timers come due.
 func BenchmarkTCPTimerFire(b *testing.B) {
-	l := scaleLayer(b, scaleConns)
-	rnd := uint64(1)
-	next := func() uint64 { rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17; return rnd }
-	for _, c := range l.conns {
-		c.rtxAt = 1 + int64(next()%1e9)
-		l.schedule(c)
-	}
+	l, _ := scaleArmed(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c := scaleEarliest(l)
@@ -69,13 +79,10 @@ func BenchmarkTCPTimerFire(b *testing.B) {
 // BenchmarkTCPTableLookup looks up random keys of a full table.
 func BenchmarkTCPTableLookup(b *testing.B) {
 	l := scaleLayer(b, scaleConns)
-	rnd := uint64(1)
+	rnd := xorshift(1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rnd ^= rnd << 13
-		rnd ^= rnd >> 7
-		rnd ^= rnd << 17
-		if l.table.lookup(scaleKey(int(rnd%scaleConns))) < 0 {
+		if l.table.lookup(scaleKey(int(rnd.next()%scaleConns))) < 0 {
 			b.Fatal("key missing")
 		}
 	}
