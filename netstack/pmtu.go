@@ -163,6 +163,13 @@ func (c *tcpConn) maxSegment(ourMSS uint16) int {
 // tries the full MSS again (RFC 1191 §6.3: the path may have grown).
 const pmtuExpires = 10 * time.Minute
 
+// pmtuCacheMin is the lowest path MTU the cache keeps: Linux's
+// net.ipv4.route.min_pmtu default (552). The connection that got a lower
+// figure still uses it, but a forged report that passed the sequence check
+// cannot hold every later connection to that peer at tiny segments for
+// pmtuExpires.
+const pmtuCacheMin = 552
+
 // The cache is set-associative: an address maps to one set of pmtuWays
 // entries, so its size is fixed (pmtuSets*pmtuWays entries, 4 KiB) and a
 // lookup reads one cache line's worth.
@@ -202,10 +209,11 @@ func (p *pmtuCache) lookup(addr uint32, now int64) (uint16, bool) {
 }
 
 // record learns that the path to addr carries at most mtu bytes from now
-// on. A live entry only ever goes down, as Linux's __ip_rt_update_pmtu:
+// on (pmtuCacheMin at least). A live entry only ever goes down, as Linux's __ip_rt_update_pmtu:
 // a higher figure waits for the entry to expire. A new peer takes a free
 // or expired entry of its set, else the one that expires first.
 func (p *pmtuCache) record(addr uint32, mtu uint16, now int64) {
+	mtu = max(mtu, pmtuCacheMin)
 	set := p.set(addr)
 	victim := &set[0]
 	for i := range set {

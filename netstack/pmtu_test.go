@@ -194,6 +194,10 @@ func TestPMTUCacheExpiry(t *testing.T) {
 	if mtu, ok := c.lookup(b, now+1+int64(pmtuExpires)); !ok || mtu != 1400 {
 		t.Fatalf("lookup %d %v, want 1400", mtu, ok)
 	}
+	c.record(b, 68, now+2+int64(pmtuExpires)) // a forged tiny MTU: kept at the floor
+	if mtu, ok := c.lookup(b, now+2+int64(pmtuExpires)); !ok || mtu != pmtuCacheMin {
+		t.Fatalf("lookup %d %v after a 68-byte report, want %d", mtu, ok, pmtuCacheMin)
+	}
 }
 
 // The cache holds at most pmtuSets*pmtuWays entries: past that a new
