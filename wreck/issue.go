@@ -35,15 +35,11 @@ func (s *kclient) dispatch() {
 // load spreads over all of them.
 func (s *kclient) dispatchReady() {
 	for s.backlog() {
-		if s.readyN == 0 {
+		if s.ready.n == 0 {
 			s.saturated = true
 			return
 		}
-		c := &s.conns[s.ready[s.readyHead]]
-		if s.readyHead++; s.readyHead == len(s.ready) {
-			s.readyHead = 0
-		}
-		s.readyN--
+		c := &s.conns[s.ready.pop()]
 		c.inReady = false
 		if !s.hasRoom(c) {
 			continue // closed since it was offered: offered again once open
@@ -73,12 +69,7 @@ func (s *kclient) offer(c *conn) {
 	if c.inReady || !s.hasRoom(c) {
 		return
 	}
-	i := s.readyHead + s.readyN
-	if i >= len(s.ready) {
-		i -= len(s.ready)
-	}
-	s.ready[i] = c.idx
-	s.readyN++
+	s.ready.push(c.idx)
 	c.inReady = true
 	s.saturated = false
 }

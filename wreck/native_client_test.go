@@ -294,7 +294,7 @@ func TestNativeClientMaxOut(t *testing.T) {
 	for i := 0; i < 200000 && !p.acct.finished; i++ {
 		p.step(10 * time.Microsecond)
 		most = max(most, p.cl.inFlight())
-		parked = max(parked, p.cl.readyN)
+		parked = max(parked, p.cl.ready.n)
 	}
 	c := &p.acct.cnt
 	if c.Responses != 400 || c.failures() != 0 || c.Connects != 8 {
