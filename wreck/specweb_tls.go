@@ -32,16 +32,8 @@ func (s *swclient) useTLS(sh *shard.Shard, conf *tls.Config) error {
 
 // startTLS begins a connected user's handshake; its drawn request waits.
 func (s *swclient) startTLS(u *swUser) {
-	conf := s.tconf
-	if s.cfg.TLS.Resume {
-		if u.tconf == nil { // the user's own ticket
-			u.tconf = conf.Clone()
-			u.tconf.ClientSessionCache = tls.NewLRUClientSessionCache(1)
-		}
-		conf = u.tconf
-	}
 	u.state = cHandshake
-	u.tls = s.box.start(u, conf)
+	u.tls = s.box.start(u, handshakeConf(s.tconf, s.cfg.TLS.Resume, &u.tconf))
 }
 
 // tlsReady implements tlsOwner: the helper posted a flight (written now)
