@@ -137,20 +137,15 @@ func (s *kclient) write(c *conn, k int) {
 
 // flush writes what is pending; it reports false if the connection failed.
 func (s *kclient) flush(c *conn) bool {
-	for c.wpos < c.wend {
-		m, err := sysWrite(c.fd, c.req[c.wpos:c.wend])
-		if err != nil {
-			if err == unix.EAGAIN {
-				s.watchOut(c, true) // EPOLLOUT resumes
-				return true
-			}
-			if err == unix.EINTR {
-				continue
-			}
-			s.fail(c, errReset)
-			return false
-		}
-		c.wpos += m
+	m, err := writeOut(c.fd, c.req[c.wpos:c.wend])
+	c.wpos += m
+	if err != nil {
+		s.fail(c, errReset)
+		return false
+	}
+	if c.wpos < c.wend {
+		s.watchOut(c, true) // EPOLLOUT resumes
+		return true
 	}
 	c.wpos, c.wend = 0, 0
 	if s.cfg.KeepAlive {

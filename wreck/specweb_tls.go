@@ -77,19 +77,11 @@ func (s *swclient) sendTLS(u *swUser) {
 
 // flushTLS writes u's ciphertext (a flight, or records) to its socket.
 func (s *swclient) flushTLS(u *swUser) {
-	for p := u.tls.pending(); len(p) > 0; p = u.tls.pending() {
-		m, err := sysWrite(u.fd, p)
-		switch err {
-		case nil:
-			u.tls.sent(m)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return // EPOLLOUT resumes
-		default:
-			s.fail(u, errReset)
-			return
-		}
-	}
+	m, err := writeOut(u.fd, u.tls.pending())
+	u.tls.sent(m)
+	if err != nil {
+		s.fail(u, errReset)
+	} // else all written, or EPOLLOUT resumes
 }
 
 // readableTLS reads ciphertext until the socket is drained or closed: to
