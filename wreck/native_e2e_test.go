@@ -165,7 +165,7 @@ func TestNativeE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "has no RSS indirection table to read the size of: give --rss-table") {
+		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "has no RSS indirection table to read the size of: give Native.RSSTable") {
 			t.Errorf("Run: %v", err)
 		}
 	})
