@@ -70,7 +70,15 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
 	}
 	cpus = cpus[:2]
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
+	pair := newNativePair(t, lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
+	t.Log(pair.Lab)
+	return pair, startNativeServer(t, pair.Lab, cpus), cpus
+}
+
+// newNativePair builds a lab for cfg, removed when t ends.
+func newNativePair(t *testing.T, cfg lab.Config) *lab.NativePair {
+	t.Helper()
+	pair, err := lab.NewNativePair(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +87,7 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 			t.Errorf("remove lab: %v", err)
 		}
 	})
-	t.Log(pair.Lab)
-	return pair, startNativeServer(t, pair.Lab, cpus), cpus
+	return pair
 }
 
 // nativeRun runs native wreck on pair's client end with extra flags.

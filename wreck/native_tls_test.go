@@ -95,13 +95,7 @@ func TestNativeTLS(t *testing.T) {
 	}
 	for _, stack := range []string{"posix", "native"} {
 		t.Run(stack, func(t *testing.T) {
-			pair, err := lab.NewNativePair(lab.Config{Prefix: "wt", Queues: 1, ServerRoot: true})
-			must(t, err)
-			t.Cleanup(func() {
-				if err := pair.Close(); err != nil {
-					t.Errorf("remove lab: %v", err)
-				}
-			})
+			pair := newNativePair(t, lab.Config{Prefix: "wt", Queues: 1, ServerRoot: true})
 			cert, key := writeTestCert(t, pair.ServerIP)
 			srv := startTLSServer(t, pair, stack, cpus[1], cert, key)
 			// Each run has source ports of its own: the server keeps the

@@ -30,15 +30,7 @@ func TestSpecwebNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, server := cpus[0], cpus[len(cpus)-1]
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "swn", Queues: 1, ServerRoot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pair.Close(); err != nil {
-			t.Errorf("remove lab: %v", err)
-		}
-	})
+	pair := newNativePair(t, lab.Config{Prefix: "swn", Queues: 1, ServerRoot: true})
 	t.Log(pair.Lab)
 	const conns = 20
 	root, app := specwebFiles(t, conns)
