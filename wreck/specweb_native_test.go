@@ -160,19 +160,8 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	tb.Helper()
 	cfg := DefaultConfig()
 	cfg.Server, cfg.Workload, cfg.StaticOnly, cfg.Conns, cfg.Seed = nsAddr.String()+":80", WorkloadSpecweb99, true, users, 5
-	mask := netstack.IPv4Addr{255, 255, 255, 0}
-	ca, _ := netstack.IPv4AddrFrom(ncAddr)
-	sa, _ := netstack.IPv4AddrFrom(nsAddr)
-	cs, err := netstack.NewStack(netstack.Config{MAC: ncMAC, Addr: ca, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cs.EnableTCP(netstack.TCPConfig{Seed: 1, PortLo: 20000, PortHi: 60000})
-	ss, err := netstack.NewStack(netstack.Config{MAC: nsMAC, Addr: sa, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ss.EnableTCP(netstack.TCPConfig{Seed: 2, MaxConns: 64}) // TIME-WAITs recycled: a table that stops growing
+	cs, ss := newStackPair(tb, netstack.TCPConfig{Seed: 1, PortLo: 20000, PortHi: 60000},
+		netstack.TCPConfig{Seed: 2, MaxConns: 64}) // TIME-WAITs recycled: a table that stops growing
 	p := &swPair{srv: ss, fs: newSwFileServer(),
 		cLink: netstack.NewChanLink(1500, 1024), sLink: netstack.NewChanLink(1500, 1024), nowT: epoch}
 	if err := ss.ListenTCP(80, p.fs); err != nil {
@@ -182,7 +171,7 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	// ports last the test without reusing one the server holds in
 	// TIME-WAIT (it takes a SYN there only with a newer timestamp, and
 	// the fake clock's steps are under a timestamp tick).
-	p.cl = newNswClient(newAcct(0, &cfg, users, -1), users, sa, 80, 1, users, 0, 0)
+	p.cl = newNswClient(newAcct(0, &cfg, users, -1), users, nsIP, 80, 1, users, 0, 0)
 	p.cl.use(cs, p.cLink)
 	return p
 }
