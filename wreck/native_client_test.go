@@ -98,17 +98,29 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 	return p
 }
 
-// step advances the fake clock by d and runs client (around its stack's
-// Poll, as its queue does), wire, server, wire.
+// step advances the fake clock by d and runs the client, wire, server, wire.
 func (p *ncPair) step(d time.Duration) {
 	p.clock += d
 	p.nowT = p.t0.Add(p.clock)
-	p.cl.Before(p.nowT)
-	p.cl.stack.Poll(p.nowT, p.cLink)
-	p.cl.After(p.nowT)
-	p.cLink.ForwardTo(p.sLink)
-	p.srv.Poll(p.nowT, p.sLink)
-	p.sLink.ForwardTo(p.cLink)
+	stepWire(p.nowT, p.cl, p.cl.stack, p.srv, p.cLink, p.sLink)
+}
+
+// polledClient is a native client as its queue runs it: Before, its
+// stack's Poll, After.
+type polledClient interface {
+	Before(now time.Time)
+	After(now time.Time) bool
+}
+
+// stepWire runs client cl around its stack cs's Poll, the wire to the
+// server, server stack srv, and the wire back, at now.
+func stepWire(now time.Time, cl polledClient, cs, srv *netstack.Stack, cLink, sLink *netstack.ChanLink) {
+	cl.Before(now)
+	cs.Poll(now, cLink)
+	cl.After(now)
+	cLink.ForwardTo(sLink)
+	srv.Poll(now, sLink)
+	sLink.ForwardTo(cLink)
 }
 
 // runUntil steps (10 µs each, a tick every 10 ms) until the budget is done

@@ -176,17 +176,11 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	return p
 }
 
-// step advances the fake clock by d and runs client (around its stack's
-// Poll, as its queue does), wire, server, wire.
+// step advances the fake clock by d and runs the users, wire, server, wire.
 func (p *swPair) step(d time.Duration) {
 	p.clock += d
 	p.nowT = epoch.Add(p.clock)
-	p.cl.Before(p.nowT)
-	p.cl.stack.Poll(p.nowT, p.cLink)
-	p.cl.After(p.nowT)
-	p.cLink.ForwardTo(p.sLink)
-	p.srv.Poll(p.nowT, p.sLink)
-	p.sLink.ForwardTo(p.cLink)
+	stepWire(p.nowT, p.cl, p.cl.stack, p.srv, p.cLink, p.sLink)
 }
 
 // TestSpecwebNativeUsers: the native users' answers are all valid, on
