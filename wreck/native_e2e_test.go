@@ -257,11 +257,7 @@ func TestNativeImpaired(t *testing.T) {
 // client's, with the fix in the message, before anything is attached.
 func TestNativeKernelAddr(t *testing.T) {
 	requireNative(t)
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "wk"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Close() })
+	pair := newNativePair(t, lab.Config{Prefix: "wk"})
 	cfg, _, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ClientIf, "--netns", pair.ClientNS.Name,
 		"--host-ipv4-addr", pair.ClientIP.String(), "--server", netip.AddrPortFrom(pair.ServerIP, 80).String(), "--duration", "1s"})
 	if err != nil {
