@@ -82,13 +82,21 @@ const seqHeader = "x-wreck-seq"
 type ConfigError struct {
 	Field  string
 	Reason string
+	Err    error // what the setting failed with, where the system refused it (its text is in Reason); else nil
 }
 
 func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
 
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // badField is a ConfigError.
 func badField(field, format string, a ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, a...)}
+}
+
+// refused is a ConfigError for a setting the system refused with err.
+func refused(err error, field, format string, a ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, a...), Err: err}
 }
 
 // validate checks c and says which setting is wrong and how to fix it.

@@ -35,15 +35,11 @@ func (s *kclient) dispatch() {
 // load spreads over all of them.
 func (s *kclient) dispatchReady() {
 	for s.backlog() {
-		if s.readyN == 0 {
+		if s.ready.n == 0 {
 			s.saturated = true
 			return
 		}
-		c := &s.conns[s.ready[s.readyHead]]
-		if s.readyHead++; s.readyHead == len(s.ready) {
-			s.readyHead = 0
-		}
-		s.readyN--
+		c := &s.conns[s.ready.pop()]
 		c.inReady = false
 		if !s.hasRoom(c) {
 			continue // closed since it was offered: offered again once open
@@ -73,12 +69,7 @@ func (s *kclient) offer(c *conn) {
 	if c.inReady || !s.hasRoom(c) {
 		return
 	}
-	i := s.readyHead + s.readyN
-	if i >= len(s.ready) {
-		i -= len(s.ready)
-	}
-	s.ready[i] = c.idx
-	s.readyN++
+	s.ready.push(c.idx)
 	c.inReady = true
 	s.saturated = false
 }
@@ -146,20 +137,15 @@ func (s *kclient) write(c *conn, k int) {
 
 // flush writes what is pending; it reports false if the connection failed.
 func (s *kclient) flush(c *conn) bool {
-	for c.wpos < c.wend {
-		m, err := sysWrite(c.fd, c.req[c.wpos:c.wend])
-		if err != nil {
-			if err == unix.EAGAIN {
-				s.watchOut(c, true) // EPOLLOUT resumes
-				return true
-			}
-			if err == unix.EINTR {
-				continue
-			}
-			s.fail(c, errReset)
-			return false
-		}
-		c.wpos += m
+	m, err := writeOut(c.fd, c.req[c.wpos:c.wend])
+	c.wpos += m
+	if err != nil {
+		s.fail(c, errReset)
+		return false
+	}
+	if c.wpos < c.wend {
+		s.watchOut(c, true) // EPOLLOUT resumes
+		return true
 	}
 	c.wpos, c.wend = 0, 0
 	if s.cfg.KeepAlive {

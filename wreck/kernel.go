@@ -36,9 +36,8 @@ type kclient struct {
 	// ready is the open loop's (--rate, keep-alive) open conns with room
 	// for a request, each at most once (conn.inReady), least recently used
 	// first: dispatch takes a conn in O(1), not a scan of every slot.
-	ready             []int32
-	readyHead, readyN int
-	closed            bool // every socket closed: the run is over
+	ready  readyRing
+	closed bool // every socket closed: the run is over
 }
 
 // newKClient builds a's connections to sa on shard sh and registers them
@@ -54,7 +53,7 @@ func newKClient(sh *shard.Shard, a *acct, sa unix.Sockaddr, family int, req []by
 		paced:   make([]int32, 0, a.slots),
 	}
 	if a.rate && a.cfg.KeepAlive {
-		s.ready = make([]int32, a.slots)
+		s.ready = newReadyRing(a.slots)
 	}
 	k := a.cfg.Pipeline
 	shared := bytes.Repeat(req, k)

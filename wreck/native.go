@@ -1,7 +1,6 @@
 package wreck
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -148,19 +147,19 @@ func (n *NativeConfig) validate(c *Config) error {
 	}
 	switch {
 	case n.Iface == "":
-		return errors.New("--iface is required with --network-stack native: name the interface whose queues the shards own")
+		return badField("Native.Iface", "required with Native.Enabled: name the interface whose queues the shards own")
 	case !n.Addr.Is4():
-		return errors.New("--host-ipv4-addr is required with --network-stack native: give the client's own IPv4 address")
+		return badField("Sources", "required with Native.Enabled: give the client's own IPv4 address")
 	case len(n.RSSKey) == 0 && int(n.PortHi-n.PortLo)+1 < c.SMP:
-		return fmt.Errorf("--source-ports %d-%d: fewer ports than --smp %d shards", n.PortLo, n.PortHi, c.SMP)
+		return badField("Native.PortLo..PortHi", "%d-%d: fewer ports than SMP %d shards", n.PortLo, n.PortHi, c.SMP)
 	case len(n.Aliases) > 0 && len(n.RSSKey) > 0:
-		return errors.New("--rss-key takes one --host-ipv4-addr: its port filter hashes one source address")
+		return badField("Native.RSSKey", "takes one address in Sources: its port filter hashes one source address")
 	case n.RSSTable < 0:
-		return fmt.Errorf("--rss-table %d: must be positive", n.RSSTable)
+		return badField("Native.RSSTable", "%d: must be positive", n.RSSTable)
 	case n.BusyPoll < 0 || n.BusyPoll > 65535:
-		return fmt.Errorf("--busy-poll %d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)
+		return badField("Native.BusyPoll", "%d: give a budget from 1 to 65535, or 0 for off", n.BusyPoll)
 	case n.Frames != 0 && (n.Frames < 64 || n.Frames&(n.Frames-1) != 0):
-		return fmt.Errorf("--xdp-frames %d: want a power of two, at least 64", n.Frames)
+		return badField("Native.Frames", "%d: want a power of two, at least 64", n.Frames)
 	}
 	if _, err := serverAddr(c.Server); err != nil {
 		return err
@@ -168,12 +167,12 @@ func (n *NativeConfig) validate(c *Config) error {
 	return nil
 }
 
-// serverAddr is --server as an IPv4 address and port: the native stack
+// serverAddr is Server as an IPv4 address and port: the native stack
 // resolves no names.
 func serverAddr(server string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(server)
 	if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("--server %q: the native stack needs an IPv4 address and port, e.g. 198.18.0.1:80", server)
+		return netip.AddrPort{}, badField("Server", "%q: the native stack needs an IPv4 address and port, e.g. 198.18.0.1:80", server)
 	}
 	return ap, nil
 }

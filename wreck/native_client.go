@@ -42,8 +42,7 @@ type nclient struct {
 	// connecting, and every connection gets its turn. The open loop (--rate,
 	// keep-alive) takes them as requests come due; the closed loop parks
 	// connections there while maxOut requests are in flight.
-	ready             []int32
-	readyHead, readyN int
+	ready readyRing
 
 	// maxOut bounds the closed loop's requests in flight (0: no bound):
 	// each draws a response into one of the queue's receive frames, and a
@@ -128,7 +127,7 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 		connecting: make([]int32, 0, conns),
 		opened:     make([]int32, 0, conns),
 		aborts:     make([]int32, 0, conns),
-		ready:      make([]int32, conns),
+		ready:      newReadyRing(conns),
 		seqOff:     seqOff, reqLen: len(req),
 	}
 	c.ep.c = c
@@ -185,15 +184,11 @@ func (c *nclient) dispatch() {
 func (c *nclient) dispatchReady() {
 	s := c.acct
 	for s.backlog() {
-		if c.readyN == 0 {
+		if c.ready.n == 0 {
 			s.saturated = true
 			return
 		}
-		nc := &c.conns[c.ready[c.readyHead]]
-		if c.readyHead++; c.readyHead == len(c.ready) {
-			c.readyHead = 0
-		}
-		c.readyN--
+		nc := &c.conns[c.ready.pop()]
 		nc.inReady = false
 		if nc.state != cOpen || nc.closing {
 			continue // closed since: it is offered again once open
@@ -212,12 +207,7 @@ func (c *nclient) offer(nc *nconn) {
 	if !c.acct.rate || !c.cfg.KeepAlive || nc.inReady || nc.state != cOpen || nc.closing || nc.n >= c.cfg.Pipeline {
 		return
 	}
-	i := c.readyHead + c.readyN
-	if i >= len(c.ready) {
-		i -= len(c.ready)
-	}
-	c.ready[i] = nc.idx
-	c.readyN++
+	c.ready.push(nc.idx)
 	nc.inReady = true
 	c.acct.saturated = false
 }
@@ -278,7 +268,7 @@ func (c *nclient) After(now time.Time) bool {
 	s := c.acct
 	c.inStack = false
 	c.runAborts()
-	if !s.rate && c.readyN > 0 {
+	if !s.rate && c.ready.n > 0 {
 		c.unpark()
 	}
 	if len(c.connecting) > 0 {
@@ -406,7 +396,7 @@ func (c *nclient) fill(nc *nconn) {
 		if nc.inReady {
 			return // parked: unpark sends
 		}
-		if c.readyN > 0 || c.inFlight() >= c.maxOut {
+		if c.ready.n > 0 || c.inFlight() >= c.maxOut {
 			c.park(nc)
 			return
 		}
@@ -441,12 +431,7 @@ func (c *nclient) inFlight() int { return int(c.acct.issued - c.acct.done) }
 // park puts nc, ready for its next closed-loop request, at the back of
 // the ready ring.
 func (c *nclient) park(nc *nconn) {
-	i := c.readyHead + c.readyN
-	if i >= len(c.ready) {
-		i -= len(c.ready)
-	}
-	c.ready[i] = nc.idx
-	c.readyN++
+	c.ready.push(nc.idx)
 	nc.inReady = true
 	nc.readyAt = c.acct.now
 }
@@ -455,12 +440,8 @@ func (c *nclient) park(nc *nconn) {
 // fewer than maxOut are in flight.
 func (c *nclient) unpark() {
 	s := c.acct
-	for c.readyN > 0 && c.inFlight() < c.maxOut && !s.finished {
-		nc := &c.conns[c.ready[c.readyHead]]
-		if c.readyHead++; c.readyHead == len(c.ready) {
-			c.readyHead = 0
-		}
-		c.readyN--
+	for c.ready.n > 0 && c.inFlight() < c.maxOut && !s.finished {
+		nc := &c.conns[c.ready.pop()]
 		nc.inReady = false
 		if nc.state == cOpen && !nc.closing && !nc.failed && nc.n == 0 && nc.pend == 0 {
 			c.send(nc, nc.readyAt)

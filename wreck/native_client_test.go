@@ -20,6 +20,8 @@ var (
 	nsAddr = netip.MustParseAddr("198.18.0.1")
 )
 
+var nsIP, _ = netstack.IPv4AddrFrom(nsAddr) // the server's, as the native client dials it
+
 // httpEP is the server's listener: an httpd.Conn per connection.
 type httpEP struct {
 	srv      *httpd.Server
@@ -45,6 +47,26 @@ type ncPair struct {
 	clock    time.Duration
 }
 
+// newStackPair is a client stack at ncAddr and a server stack at nsAddr,
+// on one /24, with TCP enabled as given.
+func newStackPair(tb testing.TB, client, server netstack.TCPConfig) (*netstack.Stack, *netstack.Stack) {
+	tb.Helper()
+	mask := netstack.IPv4Addr{255, 255, 255, 0}
+	ca, _ := netstack.IPv4AddrFrom(ncAddr)
+	sa, _ := netstack.IPv4AddrFrom(nsAddr)
+	cs, err := netstack.NewStack(netstack.Config{MAC: ncMAC, Addr: ca, Netmask: mask})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cs.EnableTCP(client)
+	ss, err := netstack.NewStack(netstack.Config{MAC: nsMAC, Addr: sa, Netmask: mask})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ss.EnableTCP(server)
+	return cs, ss
+}
+
 func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 	tb.Helper()
 	cfg.Server = nsAddr.String() + ":80"
@@ -55,19 +77,7 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mask := netstack.IPv4Addr{255, 255, 255, 0}
-	ca, _ := netstack.IPv4AddrFrom(ncAddr)
-	sa, _ := netstack.IPv4AddrFrom(nsAddr)
-	cs, err := netstack.NewStack(netstack.Config{MAC: ncMAC, Addr: ca, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cs.EnableTCP(netstack.TCPConfig{Seed: 1, PortLo: 40000, PortHi: 40999})
-	ss, err := netstack.NewStack(netstack.Config{MAC: nsMAC, Addr: sa, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ss.EnableTCP(netstack.TCPConfig{Seed: 2})
+	cs, ss := newStackPair(tb, netstack.TCPConfig{Seed: 1, PortLo: 40000, PortHi: 40999}, netstack.TCPConfig{Seed: 2})
 	ep := &httpEP{srv: httpd.NewServer(site, nil)}
 	if err := ss.ListenTCP(80, ep); err != nil {
 		tb.Fatal(err)
@@ -79,7 +89,7 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 		cLink: netstack.NewChanLink(1500, 512), sLink: netstack.NewChanLink(1500, 512),
 		t0: epoch, // the fake clock's origin is the account's
 	}
-	p.cl = newNClient(acct, acct.slots, sa, 80, req, seqOff)
+	p.cl = newNClient(acct, acct.slots, nsIP, 80, req, seqOff)
 	p.cl.use(cs, p.cLink)
 	p.nowT = p.t0
 	acct.begun = true // at 0 on the fake clock
@@ -88,17 +98,29 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 	return p
 }
 
-// step advances the fake clock by d and runs client (around its stack's
-// Poll, as its queue does), wire, server, wire.
+// step advances the fake clock by d and runs the client, wire, server, wire.
 func (p *ncPair) step(d time.Duration) {
 	p.clock += d
 	p.nowT = p.t0.Add(p.clock)
-	p.cl.Before(p.nowT)
-	p.cl.stack.Poll(p.nowT, p.cLink)
-	p.cl.After(p.nowT)
-	p.cLink.ForwardTo(p.sLink)
-	p.srv.Poll(p.nowT, p.sLink)
-	p.sLink.ForwardTo(p.cLink)
+	stepWire(p.nowT, p.cl, p.cl.stack, p.srv, p.cLink, p.sLink)
+}
+
+// polledClient is a native client as its queue runs it: Before, its
+// stack's Poll, After.
+type polledClient interface {
+	Before(now time.Time)
+	After(now time.Time) bool
+}
+
+// stepWire runs client cl around its stack cs's Poll, the wire to the
+// server, server stack srv, and the wire back, at now.
+func stepWire(now time.Time, cl polledClient, cs, srv *netstack.Stack, cLink, sLink *netstack.ChanLink) {
+	cl.Before(now)
+	cs.Poll(now, cLink)
+	cl.After(now)
+	cLink.ForwardTo(sLink)
+	srv.Poll(now, sLink)
+	sLink.ForwardTo(cLink)
 }
 
 // runUntil steps (10 µs each, a tick every 10 ms) until the budget is done
@@ -294,7 +316,7 @@ func TestNativeClientMaxOut(t *testing.T) {
 	for i := 0; i < 200000 && !p.acct.finished; i++ {
 		p.step(10 * time.Microsecond)
 		most = max(most, p.cl.inFlight())
-		parked = max(parked, p.cl.readyN)
+		parked = max(parked, p.cl.ready.n)
 	}
 	c := &p.acct.cnt
 	if c.Responses != 400 || c.failures() != 0 || c.Connects != 8 {

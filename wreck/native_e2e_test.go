@@ -70,7 +70,15 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
 	}
 	cpus = cpus[:2]
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
+	pair := newNativePair(t, lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
+	t.Log(pair.Lab)
+	return pair, startNativeServer(t, pair.Lab, cpus), cpus
+}
+
+// newNativePair builds a lab for cfg, removed when t ends.
+func newNativePair(t *testing.T, cfg lab.Config) *lab.NativePair {
+	t.Helper()
+	pair, err := lab.NewNativePair(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +87,7 @@ func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 			t.Errorf("remove lab: %v", err)
 		}
 	})
-	t.Log(pair.Lab)
-	return pair, startNativeServer(t, pair.Lab, cpus), cpus
+	return pair
 }
 
 // nativeRun runs native wreck on pair's client end with extra flags.
@@ -165,7 +172,7 @@ func TestNativeE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "has no RSS indirection table to read the size of: give --rss-table") {
+		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "has no RSS indirection table to read the size of: give Native.RSSTable") {
 			t.Errorf("Run: %v", err)
 		}
 	})
@@ -250,11 +257,7 @@ func TestNativeImpaired(t *testing.T) {
 // client's, with the fix in the message, before anything is attached.
 func TestNativeKernelAddr(t *testing.T) {
 	requireNative(t)
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "wk"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Close() })
+	pair := newNativePair(t, lab.Config{Prefix: "wk"})
 	cfg, _, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ClientIf, "--netns", pair.ClientNS.Name,
 		"--host-ipv4-addr", pair.ClientIP.String(), "--server", netip.AddrPortFrom(pair.ServerIP, 80).String(), "--duration", "1s"})
 	if err != nil {

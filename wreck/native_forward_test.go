@@ -26,15 +26,7 @@ func TestNativeQueueCounts(t *testing.T) {
 	cpus = cpus[:2]
 	for _, queues := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d queues", queues), func(t *testing.T) {
-			pair, err := lab.NewNativePair(lab.Config{Prefix: fmt.Sprintf("wq%d", queues), Queues: queues, ServerRoot: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := pair.Close(); err != nil {
-					t.Errorf("remove lab: %v", err)
-				}
-			})
+			pair := newNativePair(t, lab.Config{Prefix: fmt.Sprintf("wq%d", queues), Queues: queues, ServerRoot: true})
 			srv := startNativeServer(t, pair.Lab, cpus)
 			for _, c := range []struct {
 				want  uint64

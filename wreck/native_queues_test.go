@@ -33,15 +33,7 @@ func TestNativeSeveralQueuesPerShard(t *testing.T) {
 	}
 	cpus = cpus[:2]
 	const queues = 6
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "wq6", Queues: queues, ServerRoot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pair.Close(); err != nil {
-			t.Errorf("remove lab: %v", err)
-		}
-	})
+	pair := newNativePair(t, lab.Config{Prefix: "wq6", Queues: queues, ServerRoot: true})
 	srv := startNativeServer(t, pair.Lab, cpus)
 	var key []string
 	for _, b := range msKey {

@@ -137,7 +137,7 @@ func stackPorts(n *NativeConfig, rss rssSpread, shard, shards, j, k, q int, serv
 	lo, hi := n.shardPorts(shard, shards)
 	per := (int(hi-lo) + 1) / k
 	if per == 0 {
-		return fmt.Errorf("--source-ports %d-%d: too few for %d shards of %d queues each", n.PortLo, n.PortHi, shards, k)
+		return badField("Native.PortLo..PortHi", "%d-%d: too few for %d shards of %d queues each", n.PortLo, n.PortHi, shards, k)
 	}
 	tc.PortLo = lo + uint16(j*per)
 	tc.PortHi = tc.PortLo + uint16(per-1)

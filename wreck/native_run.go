@@ -83,7 +83,7 @@ func runNativeApps(cfg Config, withTLS bool, newApp newNApp) (*Result, error) {
 	defer dev.Close()
 	if len(n.RSSKey) > 0 && n.RSSTable == 0 {
 		if n.RSSTable = dev.RSSTableSize(); n.RSSTable == 0 {
-			return nil, fmt.Errorf("--rss-key: %s has no RSS indirection table to read the size of: give --rss-table", n.Iface)
+			return nil, badField("Native.RSSKey", "%s has no RSS indirection table to read the size of: give Native.RSSTable", n.Iface)
 		}
 	}
 	rss, err := nicSpread(dev, n, cfg.SMP, server)
@@ -113,21 +113,21 @@ func runNativeApps(cfg Config, withTLS bool, newApp newNApp) (*Result, error) {
 	return r.result(), nil
 }
 
-// explain adds to an error of native.Open the flag that fixes it.
+// explain adds to an error of native.Open the setting that fixes it.
 func (n *NativeConfig) explain(err error, smp int) error {
 	switch {
 	case errors.Is(err, native.ErrNotRoot):
-		return fmt.Errorf("--network-stack native: %w: run as root, or use --network-stack posix", err)
+		return refused(err, "Native.Enabled", "%v: run as root, or drop Native.Enabled (kernel sockets)", err)
 	case errors.Is(err, native.ErrNoNetns):
-		return fmt.Errorf("--netns %s: %w: name a namespace that `ip netns list` shows", n.Netns, err)
+		return refused(err, "Native.Netns", "%s: %v: name a namespace that `ip netns list` shows", n.Netns, err)
 	case errors.Is(err, native.ErrNoIface):
-		return fmt.Errorf("--iface: %w: check `ip link` (or --netns)", err)
+		return refused(err, "Native.Iface", "%v: check `ip link` (or Native.Netns)", err)
 	case errors.Is(err, native.ErrNotEthernet):
-		return fmt.Errorf("--iface: %w: the native stack needs an Ethernet interface", err)
+		return refused(err, "Native.Iface", "%v: the native stack needs an Ethernet interface", err)
 	case errors.Is(err, native.ErrTooFewQueues):
-		return fmt.Errorf("--smp %d: %w: lower --smp, or raise the queues with `ethtool -L %s combined %d`", smp, err, n.Iface, smp)
+		return refused(err, "SMP", "%d: %v: lower SMP, or raise the queues with `ethtool -L %s combined %d`", smp, err, n.Iface, smp)
 	case errors.Is(err, native.ErrKernelAddr):
-		return fmt.Errorf("--host-ipv4-addr: one is the kernel's address (%w): give the native client addresses no interface holds (in the lab, .3 of the subnet and up)", err)
+		return refused(err, "Sources", "one is the kernel's address (%v): give the native client addresses no interface holds (in the lab, .3 of the subnet and up)", err)
 	}
 	return err
 }

@@ -26,16 +26,8 @@ func (c *nclient) useTLS(box *tlsBox, conf *tls.Config) {
 
 // startTLS begins a connected slot's handshake.
 func (c *nclient) startTLS(nc *nconn) {
-	conf := c.tconf
-	if c.cfg.TLS.Resume {
-		if nc.tconf == nil { // the slot's own ticket, as a kernel-socket worker keeps one
-			nc.tconf = conf.Clone()
-			nc.tconf.ClientSessionCache = tls.NewLRUClientSessionCache(1)
-		}
-		conf = nc.tconf
-	}
 	nc.state = cHandshake
-	nc.tls = c.box.start(nc, conf)
+	nc.tls = c.box.start(nc, handshakeConf(c.tconf, c.cfg.TLS.Resume, &nc.tconf))
 }
 
 // tlsReady implements tlsOwner: the helper posted a flight (TCP sends it)

@@ -1,14 +1,9 @@
 package wreck
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"encoding/pem"
 
 	"percore/lab"
 	"percore/server"
@@ -28,20 +21,11 @@ import (
 // lab against percore's TLS server (crypto/tls, handshakes on helpers) on
 // the server end, on either server stack.
 
-// writeTestCert writes a self-signed ECDSA P-256 certificate for ip, its
-// key, and returns their paths; the certificate is its own CA.
+// writeTestCert writes selfSigned's certificate for ip and its key, and
+// returns their paths.
 func writeTestCert(t *testing.T, ip netip.Addr) (cert, key string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wreck test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA: true, BasicConstraintsValid: true, IPAddresses: []net.IP{ip.AsSlice()},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	must(t, err)
+	der, k := selfSigned(t, ip.AsSlice())
 	kder, err := x509.MarshalECPrivateKey(k)
 	must(t, err)
 	dir := t.TempDir()
@@ -95,13 +79,7 @@ func TestNativeTLS(t *testing.T) {
 	}
 	for _, stack := range []string{"posix", "native"} {
 		t.Run(stack, func(t *testing.T) {
-			pair, err := lab.NewNativePair(lab.Config{Prefix: "wt", Queues: 1, ServerRoot: true})
-			must(t, err)
-			t.Cleanup(func() {
-				if err := pair.Close(); err != nil {
-					t.Errorf("remove lab: %v", err)
-				}
-			})
+			pair := newNativePair(t, lab.Config{Prefix: "wt", Queues: 1, ServerRoot: true})
 			cert, key := writeTestCert(t, pair.ServerIP)
 			srv := startTLSServer(t, pair, stack, cpus[1], cert, key)
 			// Each run has source ports of its own: the server keeps the

@@ -125,16 +125,16 @@ func BenchmarkDispatch(b *testing.B) {
 func TestDispatchReadyRing(t *testing.T) {
 	const open = 4
 	f := newReadyFixture(t, 1024, open)
-	if f.s.readyN != open {
-		t.Fatalf("%d connections ready, want %d", f.s.readyN, open)
+	if f.s.ready.n != open {
+		t.Fatalf("%d connections ready, want %d", f.s.ready.n, open)
 	}
 	for i := range 100 {
 		if c := f.request(t); c != i%open {
 			t.Fatalf("request %d on connection %d, want %d", i, c, i%open)
 		}
 	}
-	if f.s.cnt.Responses != 100 || f.s.cnt.failures() != 0 || f.s.readyN != open {
-		t.Fatalf("%d responses, %d failures, %d ready", f.s.cnt.Responses, f.s.cnt.failures(), f.s.readyN)
+	if f.s.cnt.Responses != 100 || f.s.cnt.failures() != 0 || f.s.ready.n != open {
+		t.Fatalf("%d responses, %d failures, %d ready", f.s.cnt.Responses, f.s.cnt.failures(), f.s.ready.n)
 	}
 	if a := testing.AllocsPerRun(100, func() { f.request(t) }); a != 0 {
 		t.Fatalf("%v allocations per request", a)

@@ -150,19 +150,11 @@ func (s *swclient) hangUp(u *swUser) { s.closeFd(u) }
 func (s *swclient) drop(u *swUser) { s.closeFd(u) }
 
 func (s *swclient) flush(u *swUser) {
-	for u.wpos < len(u.req) {
-		m, err := sysWrite(u.fd, u.req[u.wpos:])
-		switch err {
-		case nil:
-			u.wpos += m
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return // EPOLLOUT resumes
-		default:
-			s.fail(u, errReset)
-			return
-		}
-	}
+	m, err := writeOut(u.fd, u.req[u.wpos:])
+	u.wpos += m
+	if err != nil {
+		s.fail(u, errReset)
+	} // else all written, or EPOLLOUT resumes
 }
 
 func (s *swclient) event(u *swUser, ev uint32) {

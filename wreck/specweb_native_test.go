@@ -30,15 +30,7 @@ func TestSpecwebNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, server := cpus[0], cpus[len(cpus)-1]
-	pair, err := lab.NewNativePair(lab.Config{Prefix: "swn", Queues: 1, ServerRoot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pair.Close(); err != nil {
-			t.Errorf("remove lab: %v", err)
-		}
-	})
+	pair := newNativePair(t, lab.Config{Prefix: "swn", Queues: 1, ServerRoot: true})
 	t.Log(pair.Lab)
 	const conns = 20
 	root, app := specwebFiles(t, conns)
@@ -168,19 +160,8 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	tb.Helper()
 	cfg := DefaultConfig()
 	cfg.Server, cfg.Workload, cfg.StaticOnly, cfg.Conns, cfg.Seed = nsAddr.String()+":80", WorkloadSpecweb99, true, users, 5
-	mask := netstack.IPv4Addr{255, 255, 255, 0}
-	ca, _ := netstack.IPv4AddrFrom(ncAddr)
-	sa, _ := netstack.IPv4AddrFrom(nsAddr)
-	cs, err := netstack.NewStack(netstack.Config{MAC: ncMAC, Addr: ca, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cs.EnableTCP(netstack.TCPConfig{Seed: 1, PortLo: 20000, PortHi: 60000})
-	ss, err := netstack.NewStack(netstack.Config{MAC: nsMAC, Addr: sa, Netmask: mask})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ss.EnableTCP(netstack.TCPConfig{Seed: 2, MaxConns: 64}) // TIME-WAITs recycled: a table that stops growing
+	cs, ss := newStackPair(tb, netstack.TCPConfig{Seed: 1, PortLo: 20000, PortHi: 60000},
+		netstack.TCPConfig{Seed: 2, MaxConns: 64}) // TIME-WAITs recycled: a table that stops growing
 	p := &swPair{srv: ss, fs: newSwFileServer(),
 		cLink: netstack.NewChanLink(1500, 1024), sLink: netstack.NewChanLink(1500, 1024), nowT: epoch}
 	if err := ss.ListenTCP(80, p.fs); err != nil {
@@ -190,22 +171,16 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	// ports last the test without reusing one the server holds in
 	// TIME-WAIT (it takes a SYN there only with a newer timestamp, and
 	// the fake clock's steps are under a timestamp tick).
-	p.cl = newNswClient(newAcct(0, &cfg, users, -1), users, sa, 80, 1, users, 0, 0)
+	p.cl = newNswClient(newAcct(0, &cfg, users, -1), users, nsIP, 80, 1, users, 0, 0)
 	p.cl.use(cs, p.cLink)
 	return p
 }
 
-// step advances the fake clock by d and runs client (around its stack's
-// Poll, as its queue does), wire, server, wire.
+// step advances the fake clock by d and runs the users, wire, server, wire.
 func (p *swPair) step(d time.Duration) {
 	p.clock += d
 	p.nowT = epoch.Add(p.clock)
-	p.cl.Before(p.nowT)
-	p.cl.stack.Poll(p.nowT, p.cLink)
-	p.cl.After(p.nowT)
-	p.cLink.ForwardTo(p.sLink)
-	p.srv.Poll(p.nowT, p.sLink)
-	p.sLink.ForwardTo(p.cLink)
+	stepWire(p.nowT, p.cl, p.cl.stack, p.srv, p.cLink, p.sLink)
 }
 
 // TestSpecwebNativeUsers: the native users' answers are all valid, on

@@ -2,7 +2,6 @@ package wreck
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,28 +20,28 @@ func (c *Config) validateWorkload() error {
 	case "":
 		switch {
 		case c.FileSet != 0:
-			return errors.New("--file-set belongs to --workload specweb99")
+			return badField("FileSet", "belongs to Workload %s", WorkloadSpecweb99)
 		case c.StaticOnly:
-			return errors.New("--specweb-static-only belongs to --workload specweb99")
+			return badField("StaticOnly", "belongs to Workload %s", WorkloadSpecweb99)
 		case c.Warmup < 0:
-			return fmt.Errorf("--warmup %v: must not be negative", c.Warmup)
+			return badField("Warmup", "%v: must not be negative", c.Warmup)
 		case c.Warmup > 0 && c.Reqs > 0:
-			return errors.New("--warmup measures for --duration after it: drop --reqs")
+			return badField("Warmup", "measures for Duration after it: drop Reqs")
 		}
 		return nil
 	case WorkloadSpecweb99:
 	default:
-		return fmt.Errorf("--workload %q: the only workload is %s", c.Workload, WorkloadSpecweb99)
+		return badField("Workload", "%q: the only workload is %s", c.Workload, WorkloadSpecweb99)
 	}
 	switch {
 	case c.Native.Enabled && c.TLS.Enabled:
 		return badField("TLS.Enabled", "the SPECweb99 users speak TLS on kernel sockets only so far: drop Native.Enabled or TLS.Enabled")
 	case c.Pipeline != 1, c.Rate != 0, c.Reqs != 0, c.CheckSeq:
-		return errors.New("--workload specweb99 paces its own users: drop --pipeline, --rate, --reqs and --check-seq")
+		return badField("Workload", "%s paces its own users: drop Pipeline, Rate, Reqs and CheckSeq", WorkloadSpecweb99)
 	case c.Warmup < 0:
-		return fmt.Errorf("--warmup %v: must not be negative", c.Warmup)
+		return badField("Warmup", "%v: must not be negative", c.Warmup)
 	case c.FileSet < 0:
-		return fmt.Errorf("--file-set %d: must not be negative", c.FileSet)
+		return badField("FileSet", "%d: must not be negative", c.FileSet)
 	}
 	return nil
 }

@@ -32,16 +32,8 @@ func (s *swclient) useTLS(sh *shard.Shard, conf *tls.Config) error {
 
 // startTLS begins a connected user's handshake; its drawn request waits.
 func (s *swclient) startTLS(u *swUser) {
-	conf := s.tconf
-	if s.cfg.TLS.Resume {
-		if u.tconf == nil { // the user's own ticket
-			u.tconf = conf.Clone()
-			u.tconf.ClientSessionCache = tls.NewLRUClientSessionCache(1)
-		}
-		conf = u.tconf
-	}
 	u.state = cHandshake
-	u.tls = s.box.start(u, conf)
+	u.tls = s.box.start(u, handshakeConf(s.tconf, s.cfg.TLS.Resume, &u.tconf))
 }
 
 // tlsReady implements tlsOwner: the helper posted a flight (written now)
@@ -85,19 +77,11 @@ func (s *swclient) sendTLS(u *swUser) {
 
 // flushTLS writes u's ciphertext (a flight, or records) to its socket.
 func (s *swclient) flushTLS(u *swUser) {
-	for p := u.tls.pending(); len(p) > 0; p = u.tls.pending() {
-		m, err := sysWrite(u.fd, p)
-		switch err {
-		case nil:
-			u.tls.sent(m)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return // EPOLLOUT resumes
-		default:
-			s.fail(u, errReset)
-			return
-		}
-	}
+	m, err := writeOut(u.fd, u.tls.pending())
+	u.tls.sent(m)
+	if err != nil {
+		s.fail(u, errReset)
+	} // else all written, or EPOLLOUT resumes
 }
 
 // readableTLS reads ciphertext until the socket is drained or closed: to

@@ -26,6 +26,27 @@ func sysWrite(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
+// writeOut writes p to the non-blocking socket fd until all of it is
+// written or the socket is full, and returns the bytes written; the error
+// is the write's other than EINTR (retried) and EAGAIN (the caller waits
+// for EPOLLOUT).
+func writeOut(fd int, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := sysWrite(fd, p[n:])
+		switch err {
+		case nil:
+			n += m
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return n, nil
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // ownSockaddr copies sa: unix.Connect encodes a Sockaddr into a buffer inside
 // it, so shards must not share one.
 func ownSockaddr(sa unix.Sockaddr) unix.Sockaddr {

@@ -126,6 +126,28 @@ type TLSResult struct {
 	Handshake       Latency `json:"handshake_us"` // connect and handshake
 }
 
+// ownTicket is a copy of conf whose one-entry session cache keeps one
+// connection's ticket: when resuming (TLSConfig.Resume) each connection
+// resumes its own session, as each of a real client's would.
+func ownTicket(conf *tls.Config) *tls.Config {
+	own := conf.Clone()
+	own.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+	return own
+}
+
+// handshakeConf is the configuration a shard connection's handshake
+// starts from: shared, or when resuming the connection's own (*own, made
+// on first use and kept for its later handshakes).
+func handshakeConf(shared *tls.Config, resume bool, own **tls.Config) *tls.Config {
+	if !resume {
+		return shared
+	}
+	if *own == nil {
+		*own = ownTicket(shared)
+	}
+	return *own
+}
+
 // runTLS is Run for --tls.
 func runTLS(cfg Config) (*Result, error) {
 	conf, err := cfg.TLS.clientConfig(cfg.Server)
@@ -155,8 +177,7 @@ func runTLS(cfg Config) (*Result, error) {
 		w := &tlsWorker{r: r, conf: conf, hist: newHist(), hs: newHist(), buf: make([]byte, readBuf)}
 		w.p.maxHead = cfg.headLimit()
 		if cfg.TLS.Resume {
-			w.conf = conf.Clone()
-			w.conf.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+			w.conf = ownTicket(conf)
 		}
 		ws[i] = w
 		wg.Add(1)

@@ -32,7 +32,9 @@ type tlsTestServer struct {
 	wg                  sync.WaitGroup
 }
 
-func startTLSTestServer(t *testing.T) *tlsTestServer {
+// selfSigned is a self-signed ECDSA P-256 certificate for ip (DER) and
+// its key; the certificate is its own CA.
+func selfSigned(t *testing.T, ip net.IP) ([]byte, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
@@ -40,10 +42,16 @@ func startTLSTestServer(t *testing.T) *tlsTestServer {
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wreck test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA: true, BasicConstraintsValid: true, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		IsCA: true, BasicConstraintsValid: true, IPAddresses: []net.IP{ip},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	must(t, err)
+	return der, key
+}
+
+func startTLSTestServer(t *testing.T) *tlsTestServer {
+	t.Helper()
+	der, key := selfSigned(t, net.IPv4(127, 0, 0, 1))
 	s := &tlsTestServer{caPath: filepath.Join(t.TempDir(), "ca.pem")}
 	must(t, os.WriteFile(s.caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
 	conf := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
