@@ -402,16 +402,16 @@ type tcpRackDue struct {
 // with it, all D-SACKed. una and sacked are SND.UNA and the bytes SACKed
 // before this ACK.
 func (l *tcpLayer) rackLater(c *tcpConn, una seqnum, sacked uint32) {
-	if c.rackDue {
-		return
+	if c.rackDue || c.sndUna == c.sndMax {
+		return // queued already, or nothing in flight to judge
 	}
 	c.rackDue = true
 	l.rackDue = append(l.rackDue, tcpRackDue{TCPHandle{id: c.id, gen: c.gen}, una, sacked})
 }
 
 // rackBatch runs RACK for each connection that took ACKs in the batch,
-// with the bytes all of them delivered (PRR's clock), and sends what it
-// may then.
+// with the bytes all of them delivered (PRR's clock), and in a recovery
+// sends the new data PRR then allows (RACK sent the lost segments).
 func (l *tcpLayer) rackBatch() {
 	for _, d := range l.rackDue {
 		c := l.conns[d.h.id]
@@ -423,10 +423,10 @@ func (l *tcpLayer) rackBatch() {
 			continue
 		}
 		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(d.una))+int64(l.sackedBytes(c))-int64(d.sacked), 0)))
-		l.output(c)
-		if c.state != tcpClosed {
-			l.schedule(c)
+		if c.prrOn {
+			l.output(c)
 		}
+		l.schedule(c)
 	}
 	clear(l.rackDue)
 	l.rackDue = l.rackDue[:0]
