@@ -48,9 +48,12 @@ const (
 	// connection never needs a third.
 	arenaLimit = maxOutBytes / 2
 	// A streamed file is read in chunks of this size, at most two per
-	// connection at a time: one being sent, one being read.
-	chunkSize = 128 << 10
-	maxChunks = 64 // chunk buffers a Server keeps for reuse
+	// connection at a time: one being sent, one being read. Two chunks bound
+	// the bytes in flight, and a read starts only when the chunk two back is
+	// acknowledged: at 128 KiB a fast path ran dry between reads, and a
+	// streamed file went out slower than a cached one.
+	chunkSize = 512 << 10
+	maxChunks = 16 // chunk buffers a Server keeps for reuse (8 MiB)
 )
 
 func (c *Config) fillDefaults() {

@@ -246,7 +246,7 @@ func TestDocrootLargerThanCache(t *testing.T) {
 // TestStreamBackpressure: a streamed file is read a chunk at a time and no
 // further ahead of the reader than two chunks, however slowly it reads.
 func TestStreamBackpressure(t *testing.T) {
-	dir, sums := bigTree(t, 1, 1<<20+12345)
+	dir, sums := bigTree(t, 1, 8*chunkSize+12345)
 	f := newFixture(t, Config{Docroot: dir, CacheSize: 256 << 10}, nil)
 	q := &queueIO{}
 	f.srv.SetFileIO(q)
@@ -275,14 +275,14 @@ func TestStreamBackpressure(t *testing.T) {
 		t.Fatalf("%d responses; first %d, %d bytes", len(rs), rs[0].status, len(rs[0].body))
 	}
 	if f.srv.stats.FileJobs < 9 {
-		t.Errorf("%d file jobs for a 1 MiB file in 128 KiB chunks", f.srv.stats.FileJobs)
+		t.Errorf("%d file jobs for a file of 8 chunks and a bit", f.srv.stats.FileJobs)
 	}
 }
 
 // TestStreamFileChanged: a streamed file that changes while it is sent cuts
 // the response short and closes the connection.
 func TestStreamFileChanged(t *testing.T) {
-	dir, _ := bigTree(t, 1, 1<<20)
+	dir, _ := bigTree(t, 1, 8*chunkSize)
 	f := newFixture(t, Config{Docroot: dir, CacheSize: 256 << 10}, nil)
 	q := &queueIO{}
 	f.srv.SetFileIO(q)

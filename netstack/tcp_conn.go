@@ -72,6 +72,7 @@ type tcpConn struct {
 	peerFed   bool // PeerClosed called
 	persist   bool // rtxAt is the persist timer
 	woken     bool // queued in layer.woken, or waiting in layer.held for flight credit
+	rackDue   bool // queued in layer.rackDue: RACK judges this batch's ACKs at its end
 	tlp       bool // rtxAt is the tail loss probe timeout
 	tlpDone   bool // a probe went out since the last new ACK
 	rttOn     bool // rttSeq is being timed

@@ -201,6 +201,7 @@ func (x *tcpTest) sendFrom(src IPv4Addr, sport uint16, s seg) {
 	copy(b[hl:], s.data)
 	TCP(b).SetChecksum(tcpChecksum(ip4(src), ip4(tLocal), b))
 	x.l.input(x.now, src, tLocal, b)
+	x.l.rackBatch() // each segment its own batch
 }
 
 func (x *tcpTest) send(s seg) { x.t.Helper(); x.sendFrom(tRemote, tRPort, s) }

@@ -390,7 +390,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		l.dupAck(c)
 	}
 	if advanced || newSack {
-		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(una))+int64(l.sackedBytes(c))-int64(sacked), 0)))
+		l.rackLater(c, una, sacked)
 	}
 	// "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
 	// updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and

@@ -293,7 +293,8 @@ type tcpLayer struct {
 
 	rnd uint64 // xorshift state for the randomised challenge-ACK budget
 
-	pmtu pmtuCache // path MTUs learned from "fragmentation needed" (pmtu.go)
+	pmtu    pmtuCache    // path MTUs learned from "fragmentation needed" (pmtu.go)
+	rackDue []tcpRackDue // conns whose ACKs of this batch RACK judges at its end (rackBatch)
 
 	stats TCPStats
 }
@@ -505,6 +506,7 @@ func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
 // poll, zero when nothing is armed.
 func (l *tcpLayer) poll(now time.Time) time.Time {
 	l.setNow(now)
+	l.rackBatch()
 	if len(l.woken) > 0 {
 		l.runWoken()
 	}

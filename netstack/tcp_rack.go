@@ -186,15 +186,19 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 // their old delivery look like the retransmission's, and RACK deem lost
 // all sent before it, the retransmissions still queued at a bottleneck
 // among them.
-func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum) {
+//
+// ecr is the ACK's echoed timestamp, 0 if none: an echo older than a
+// retransmission's TSval says the ACK answers an earlier transmission.
+func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 	for _, e := range c.txRecs() {
 		if !e.r.gt(lo) || !e.l.lt(hi) || c.unsacked(seqMax(e.l, lo), seqMin(e.r, hi)) == 0 {
 			continue
 		}
 		rtt := l.now - e.at
-		if e.rtx && rtt < c.minRTT {
+		if e.rtx && (rtt < c.minRTT || ecr != 0 && int32(ecr-(uint32(e.at/1e6)+c.tsOff)) < 0) {
 			// Step 2: "the ACK is likely for the original transmission
-			// ... ignore this segment".
+			// ... ignore this segment". Taken for the retransmission's,
+			// it would make RACK deem lost all sent before it.
 			continue
 		}
 		end := seqMin(e.r, hi)
@@ -217,16 +221,20 @@ func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
 	if !c.rackOn {
 		c.rackFack = c.sndUna
 	}
+	ecr := uint32(0)
+	if c.tsOK && f.HasTimestamp {
+		ecr = f.TSEcr
+	}
 	if ack.gt(c.sndUna) {
 		c.checkReordered(c.sndUna, ack)
-		l.rackDelivered(c, c.sndUna, ack)
+		l.rackDelivered(c, c.sndUna, ack, ecr)
 		c.rackFack = seqMax(c.rackFack, ack)
 	}
 	for i := 0; i < f.NSACK; i++ {
 		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
 		if r.l.lt(r.r) && r.l.gt(ack) && r.r.leq(c.sndMax) {
 			c.checkReordered(r.l, r.r)
-			l.rackDelivered(c, r.l, r.r)
+			l.rackDelivered(c, r.l, r.r, ecr)
 		}
 	}
 	for i := 0; i < f.NSACK; i++ {
@@ -375,6 +383,53 @@ func (l *tcpLayer) rackRetransmit(c *tcpConn, limit seqnum) {
 		c.rtxHigh = seqMax(c.rtxHigh, seq.add(uint32(c.mss)))
 	}
 	l.rackLost(c) // the timer for what is left
+}
+
+// tcpRackDue is a connection that took ACKs in this batch of frames, with
+// SND.UNA and the bytes SACKed before the first of them.
+type tcpRackDue struct {
+	h      TCPHandle
+	una    seqnum
+	sacked uint32
+}
+
+// rackLater leaves RACK's verdict on c's ACKs to the end of the batch of
+// frames (rackBatch), which then judges them all at once. A batch often
+// holds, after an ACK that SACKs a segment sent later, the ACK of one the
+// path merely reordered; judged ACK by ACK, RACK deemed the reordered one
+// lost between the two (when its burst went out a reordering window or
+// more before the next), and recovery resent it and what RACK deemed lost
+// with it, all D-SACKed. una and sacked are SND.UNA and the bytes SACKed
+// before this ACK.
+func (l *tcpLayer) rackLater(c *tcpConn, una seqnum, sacked uint32) {
+	if c.rackDue || c.sndUna == c.sndMax {
+		return // queued already, or nothing in flight to judge
+	}
+	c.rackDue = true
+	l.rackDue = append(l.rackDue, tcpRackDue{TCPHandle{id: c.id, gen: c.gen}, una, sacked})
+}
+
+// rackBatch runs RACK for each connection that took ACKs in the batch,
+// with the bytes all of them delivered (PRR's clock), and in a recovery
+// sends the new data PRR then allows (RACK sent the lost segments).
+func (l *tcpLayer) rackBatch() {
+	for _, d := range l.rackDue {
+		c := l.conns[d.h.id]
+		if c.gen != d.h.gen || !c.rackDue {
+			continue // closed, and maybe reused, since
+		}
+		c.rackDue = false
+		if c.state == tcpClosed {
+			continue
+		}
+		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(d.una))+int64(l.sackedBytes(c))-int64(d.sacked), 0)))
+		if c.prrOn {
+			l.output(c)
+		}
+		l.schedule(c)
+	}
+	clear(l.rackDue)
+	l.rackDue = l.rackDue[:0]
 }
 
 // reorderTimeout is RACK's reorder timer, RFC 8985 §6.3.

@@ -282,7 +282,7 @@ func TestTCPRACKMergeClosest(t *testing.T) {
 		t.Fatalf("%d records: merged %+v, newest %+v", c.ntx, merged, newest)
 	}
 	x.l.now = late + int64(time.Millisecond)
-	x.l.rackDelivered(c, seqnum(segSeq(tcpTxRing-1)), seqnum(segSeq(tcpTxRing)))
+	x.l.rackDelivered(c, seqnum(segSeq(tcpTxRing-1)), seqnum(segSeq(tcpTxRing)), 0)
 	if c.rackXmit != sent(tcpTxRing-1) {
 		t.Fatalf("RACK xmit %d, want %d", c.rackXmit, sent(tcpTxRing-1))
 	}
