@@ -296,6 +296,13 @@ func (cfg *ConnsConfig) sched(argv []string) []string {
 	return append([]string{"chrt", "--fifo", "20"}, argv...)
 }
 
+// connsIdleTimeout is the server's keep-alive timeout for n connections
+// sharing an open loop of rate requests/s: a minute beyond twice the time
+// between two requests on one connection.
+func connsIdleTimeout(n int, rate float64) time.Duration {
+	return time.Minute + 2*time.Duration(float64(n)/rate*float64(time.Second))
+}
+
 // connsServer starts a fresh server for one cell and measures it: a client
 // ends with all its connections at once, and not every reset gets out, so a
 // server that carried one load would carry that run's leftovers into the
@@ -306,6 +313,13 @@ func connsServer(ctx context.Context, cfg *ConnsConfig, bins *binaries, dir stri
 	argv, err := serverArgv(name, &Config{}, bins, t, 1, port, dir)
 	if err != nil {
 		return err
+	}
+	if name == "native" || name == "posix" {
+		// The open loop sends on each connection every n / rate seconds
+		// (105 s at 1M): a keep-alive timeout shorter than that (httpd's
+		// default is 60 s) would close idle connections for the client to
+		// make again, and the cell would no longer hold n of them.
+		argv = append(argv, "--idle-timeout", connsIdleTimeout(n, cfg.OpenRate).String())
 	}
 	if name == "native" {
 		// Its table, UMEM, rings and SYN backlog follow the count.

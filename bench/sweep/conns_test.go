@@ -106,3 +106,20 @@ func TestConnsTimeout(t *testing.T) {
 		t.Errorf("--timeout 5s gave %v", cfg.timeout(256<<10))
 	}
 }
+
+// TestConnsIdleTimeout: the server keeps an open-loop connection between two
+// of its requests (1M at 10,000 req/s: one every 105 s, past httpd's 60 s).
+func TestConnsIdleTimeout(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{{1 << 10, time.Minute + 204800*time.Microsecond}, {1 << 20, time.Minute + 209715200*time.Microsecond}} {
+		got := connsIdleTimeout(c.n, 10000)
+		if got != c.want {
+			t.Errorf("connsIdleTimeout(%d, 10000) = %v, want %v", c.n, got, c.want)
+		}
+		if gap := time.Duration(float64(c.n) / 10000 * float64(time.Second)); got <= gap {
+			t.Errorf("%d connections: timeout %v, not past the %v between requests", c.n, got, gap)
+		}
+	}
+}
