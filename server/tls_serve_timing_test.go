@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,22 @@ import (
 	"testing"
 	"time"
 )
+
+// startTLSBench starts one posix shard on 127.0.0.1 serving dir over TLS
+// with a test certificate made in dir; the benchmark's end stops it.
+func startTLSBench(b *testing.B, dir string) (s *Server, certPath, keyPath string, pool *x509.CertPool) {
+	certPath, keyPath, pool = testCertTB(b, dir)
+	o, err := ParseFlags([]string{"--smp", "1", "--port", "0", "--address", "127.0.0.1", "--docroot", dir,
+		"--tls-cert", certPath, "--tls-key", keyPath, "--tls-port", "0"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if s, err = Start(o, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Stop(); <-s.Done() })
+	return s, certPath, keyPath, pool
+}
 
 // BenchmarkTLSServe measures the posix stack's TLS as it is, one shard
 // serving: the process CPU time (the client's included, the same for any
@@ -21,17 +38,7 @@ import (
 // each build in turn.
 func BenchmarkTLSServe(b *testing.B) {
 	dir := b.TempDir()
-	certPath, keyPath, pool := testCertTB(b, dir)
-	o, err := ParseFlags([]string{"--smp", "1", "--port", "0", "--address", "127.0.0.1", "--docroot", dir,
-		"--tls-cert", certPath, "--tls-key", keyPath, "--tls-port", "0"}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := Start(o, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { s.Stop(); <-s.Done() }()
+	s, _, _, pool := startTLSBench(b, dir)
 	addr := s.TLSAddr.String()
 	conf := func() *tls.Config {
 		return &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13,
@@ -223,17 +230,7 @@ func sealedStatic(b *testing.B, addr string, conf *tls.Config, path string, n in
 // per connection (a full handshake and one request), medians.
 func BenchmarkTLSHandshakeBridge(b *testing.B) {
 	dir := b.TempDir()
-	certPath, keyPath, pool := testCertTB(b, dir)
-	o, err := ParseFlags([]string{"--smp", "1", "--port", "0", "--address", "127.0.0.1", "--docroot", dir,
-		"--tls-cert", certPath, "--tls-key", keyPath, "--tls-port", "0"}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := Start(o, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { s.Stop(); <-s.Done() }()
+	s, certPath, keyPath, pool := startTLSBench(b, dir)
 	sconf, err := LoadTLS(TLSFiles{Cert: certPath, Key: keyPath})
 	if err != nil {
 		b.Fatal(err)
