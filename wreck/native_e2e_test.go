@@ -26,6 +26,20 @@ func requireNative(t *testing.T) {
 	}
 }
 
+// twoCPUs returns the first two CPUs the process may use, for a client and
+// a server of two shards each; it skips t when there are fewer.
+func twoCPUs(t *testing.T) []int {
+	t.Helper()
+	cpus, err := pshard.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < 2 {
+		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
+	}
+	return cpus[:2]
+}
+
 // nativeServer is a native httpd on pair's server end (root namespace).
 type nativeServer struct {
 	g    *server.Server
@@ -62,14 +76,7 @@ func startNativeServer(t *testing.T, pair *lab.Lab, cpus []int) *nativeServer {
 func newNativeLab(t *testing.T) (*lab.NativePair, *nativeServer, []int) {
 	t.Helper()
 	requireNative(t)
-	cpus, err := pshard.AllowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cpus) < 2 {
-		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
-	}
-	cpus = cpus[:2]
+	cpus := twoCPUs(t)
 	pair := newNativePair(t, lab.Config{Prefix: "wn", Queues: 2, ServerRoot: true})
 	t.Log(pair.Lab)
 	return pair, startNativeServer(t, pair.Lab, cpus), cpus

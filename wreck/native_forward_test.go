@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"percore/lab"
-	pshard "percore/shard"
 )
 
 // TestNativeQueueCounts: native wreck with two shards on a client end with
@@ -16,14 +15,7 @@ import (
 // and both server shards.
 func TestNativeQueueCounts(t *testing.T) {
 	requireNative(t)
-	cpus, err := pshard.AllowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cpus) < 2 {
-		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
-	}
-	cpus = cpus[:2]
+	cpus := twoCPUs(t)
 	for _, queues := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d queues", queues), func(t *testing.T) {
 			pair := newNativePair(t, lab.Config{Prefix: fmt.Sprintf("wq%d", queues), Queues: queues, ServerRoot: true})

@@ -11,7 +11,6 @@ import (
 
 	"percore/lab"
 	"percore/netstack"
-	pshard "percore/shard"
 )
 
 // TestNativeSeveralQueuesPerShard: native wreck with two shards on a client
@@ -24,14 +23,7 @@ import (
 // there: only a NIC with RSS does (TestRSSPortFilter checks the hash).
 func TestNativeSeveralQueuesPerShard(t *testing.T) {
 	requireNative(t)
-	cpus, err := pshard.AllowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cpus) < 2 {
-		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
-	}
-	cpus = cpus[:2]
+	cpus := twoCPUs(t)
 	const queues = 6
 	pair := newNativePair(t, lab.Config{Prefix: "wq6", Queues: queues, ServerRoot: true})
 	srv := startNativeServer(t, pair.Lab, cpus)

@@ -72,11 +72,7 @@ func startTLSServer(t *testing.T, pair *lab.NativePair, stack string, cpu int, c
 // or not (--tls-insecure); no handshake helper outlives a run.
 func TestNativeTLS(t *testing.T) {
 	requireNative(t)
-	cpus, err := pshard.AllowedCPUs()
-	must(t, err)
-	if len(cpus) < 2 {
-		t.Skipf("needs 2 CPUs, the process may use %d", len(cpus))
-	}
+	cpus := twoCPUs(t)
 	for _, stack := range []string{"posix", "native"} {
 		t.Run(stack, func(t *testing.T) {
 			pair := newNativePair(t, lab.Config{Prefix: "wt", Queues: 1, ServerRoot: true})
