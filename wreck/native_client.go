@@ -212,9 +212,12 @@ func (c *nclient) offer(nc *nconn) {
 	c.acct.saturated = false
 }
 
-// use sets the stack (TCP enabled) the connections open on, and its link.
-func (c *nclient) use(stack *netstack.Stack, link netstack.Link) {
+// use implements nApp: the stack (TCP enabled) the connections open on, its
+// link, and the closed loop's bound on requests in flight from the queue's
+// receive frames.
+func (c *nclient) use(stack *netstack.Stack, link netstack.Link, rxFrames int) {
 	c.stack, c.link = stack, link
+	c.maxOut = closedLoopMax(rxFrames)
 }
 
 // begin queues every slot to connect.

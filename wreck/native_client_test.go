@@ -90,7 +90,7 @@ func newNCPair(tb testing.TB, cfg Config, conns int, budget int64) *ncPair {
 		t0: epoch, // the fake clock's origin is the account's
 	}
 	p.cl = newNClient(acct, acct.slots, nsIP, 80, req, seqOff)
-	p.cl.use(cs, p.cLink)
+	p.cl.use(cs, p.cLink, 0)
 	p.nowT = p.t0
 	acct.begun = true // at 0 on the fake clock
 	ep.srv.Tick(p.nowT)

@@ -49,7 +49,10 @@ func runNative(cfg Config) (*Result, error) {
 // end of the run (every connection still open reset).
 type nApp interface {
 	native.App
-	use(stack *netstack.Stack, link netstack.Link)
+	// use gives the stack (TCP enabled), its link, and the queue's
+	// receive frames, which bound the responses that may be on their way
+	// at once (0: no bound).
+	use(stack *netstack.Stack, link netstack.Link, rxFrames int)
 	tick()
 	shutdown(now time.Time)
 }
@@ -191,10 +194,7 @@ func newNShard(sh *shard.Shard, dev *native.Device, a *acct, rss rssSpread, serv
 			return d, fmt.Errorf("shard %d: %w", d.id, err)
 		}
 		d.qs = append(d.qs, nq)
-		nq.cl.use(nq.q.Stack(), nq.q.Link())
-		if pl, ok := nq.cl.(*nclient); ok { // the plain workload's closed loop
-			pl.maxOut = closedLoopMax(nq.q.Sizing())
-		}
+		nq.cl.use(nq.q.Stack(), nq.q.Link(), nq.q.Sizing().RxFrames())
 		if a.cfg.Progress != nil {
 			fmt.Fprintf(a.cfg.Progress, "wreck: shard %d: %s\n", d.id, nq.q.Describe())
 		}
@@ -222,7 +222,7 @@ func clientTableSize(slots int) int { return max(4096, 4*slots) }
 // quarters of its receive frames at two a request (the response and, where
 // the server holds the response back, its ACK of the request first), the
 // rest kept for SYN-ACKs and retransmissions.
-func closedLoopMax(s native.Sizing) int { return s.RxFrames() * 3 / 8 }
+func closedLoopMax(rxFrames int) int { return rxFrames * 3 / 8 }
 
 // Drain implements shard.Stopper: Run stops the shard, its run ends now.
 func (d *nshard) Drain(now time.Time) {

@@ -88,8 +88,8 @@ func newNswClient(a *acct, n int, dst netstack.IPv4Addr, port uint16, dirs, user
 }
 
 // use implements nApp: the stack (TCP enabled) the users connect on, and
-// its link.
-func (c *nswclient) use(stack *netstack.Stack, link netstack.Link) {
+// its link. Paced users need no bound on what is in flight.
+func (c *nswclient) use(stack *netstack.Stack, link netstack.Link, _ int) {
 	c.stack, c.link = stack, link
 }
 

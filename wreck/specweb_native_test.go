@@ -172,7 +172,7 @@ func newSwPair(tb testing.TB, users int) *swPair {
 	// TIME-WAIT (it takes a SYN there only with a newer timestamp, and
 	// the fake clock's steps are under a timestamp tick).
 	p.cl = newNswClient(newAcct(0, &cfg, users, -1), users, nsIP, 80, 1, users, 0, 0)
-	p.cl.use(cs, p.cLink)
+	p.cl.use(cs, p.cLink, 0)
 	return p
 }
 
