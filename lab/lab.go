@@ -81,6 +81,9 @@ func New(c Config) (_ *Lab, err error) {
 	if c.ClientAddrs > MaxClientAddrs {
 		return nil, fmt.Errorf("lab: %d client addresses, at most %d", c.ClientAddrs, MaxClientAddrs)
 	}
+	// Labs of this prefix left by a process killed before its cleanup ran;
+	// best effort: a failure here does not stop a new lab.
+	SweepStale(c.Prefix)
 	id := uniqueID()
 	l := &Lab{
 		ID:       id,
@@ -172,6 +175,13 @@ func (l *Lab) Close() error {
 		l.closeErr = errors.Join(errs...)
 	})
 	return l.closeErr
+}
+
+// Disown keeps the lab when this process exits without closing it (see
+// NS.Disown): for a lab made to outlive its maker.
+func (l *Lab) Disown() {
+	l.ClientNS.Disown()
+	l.ServerNS.Disown()
 }
 
 // ClientExec is the shell prefix that runs a command in the client namespace.

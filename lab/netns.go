@@ -50,6 +50,10 @@ func NewNS(name string) (*NS, error) {
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
 	}
 	n := &NS{Name: name, fd: h}
+	if err := recordOwner(name); err != nil {
+		n.Delete()
+		return nil, fmt.Errorf("create netns %s: record its maker: %w", name, err)
+	}
 	// Loopback up, so local sockets and ping to self work in the namespace.
 	if err := n.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
@@ -84,6 +88,7 @@ func (n *NS) Delete() error {
 	n.fd.Close()
 	n.fd = -1
 	err := netns.DeleteNamed(n.Name)
+	dropOwner(n.Name)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
 		err = nil
 	}
@@ -91,6 +96,15 @@ func (n *NS) Delete() error {
 		return fmt.Errorf("delete netns %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// Disown keeps the namespace when this process dies without deleting it:
+// no later lab sweeps it (SweepStale). `lab up` uses it for a lab meant to
+// outlive its command.
+func (n *NS) Disown() {
+	if n != nil {
+		dropOwner(n.Name)
+	}
 }
 
 // String names the namespace for messages.

@@ -2,7 +2,7 @@
 //
 //	lab up [--queues N] [--mtu M] [--prefix P] [--client-addrs N]   build a lab and print how to use it
 //	lab status                                    list labs (namespaces named *-cli / *-srv)
-//	lab down NAME|--all                           remove one lab (or every lab)
+//	lab down NAME|--all|--stale                   remove one lab (or every lab, or those whose maker died)
 //
 // With --hold, up keeps running and removes the lab on SIGINT/SIGTERM; without it
 // the lab stays until `lab down`.
@@ -45,7 +45,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--client-addrs N] [--hold] [--impair SPEC] | lab down NAME|--all | lab status")
+	fmt.Fprintln(os.Stderr, "usage: lab up [--queues N] [--mtu M] [--prefix P] [--client-addrs N] [--hold] [--impair SPEC] | lab down NAME|--all|--stale | lab status")
 	os.Exit(2)
 }
 
@@ -109,6 +109,7 @@ func up(args []string) error {
 	fmt.Printf("native client:    wreck --network-stack native --netns %s --iface %s --host-ipv4-addr %s-%s (.3 to .127: no kernel interface holds them)\n",
 		l.ClientNS, l.ClientIf, lab.Host(l.Subnet, 3), lab.Host(l.Subnet, 3+lab.MaxNativeAddrs-1))
 	if !*hold {
+		l.Disown()
 		fmt.Printf("remove with:      lab down %s\n", l.ClientNS.Name[:len(l.ClientNS.Name)-len("-cli")])
 		signal.Stop(sig)
 		return nil
@@ -120,10 +121,17 @@ func up(args []string) error {
 
 func down(args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("down needs a lab name from `lab status` (e.g. pc1a2b3c), or --all to remove every lab on this machine")
+		return fmt.Errorf("down needs a lab name from `lab status` (e.g. pc1a2b3c), --all to remove every lab on this machine, or --stale for labs whose maker exited without removing them")
 	}
 	var names []string
 	var err error
+	if args[0] == "--stale" {
+		names, err = lab.SweepStale("")
+		for _, n := range names {
+			fmt.Println("removed netns", n)
+		}
+		return err
+	}
 	if args[0] == "--all" {
 		names, err = lab.List("")
 	} else {
