@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"percore/internal/shardtls"
 	"percore/netstack"
 )
 
@@ -111,7 +112,7 @@ type nconn struct {
 
 	// --tls: the connection's TLS (nil before its handshake starts), and
 	// the slot's own configuration when it resumes sessions (its ticket).
-	tls   *shardTLS
+	tls   *shardtls.Conn
 	tconf *tls.Config
 }
 
@@ -499,7 +500,7 @@ func (nc *nconn) Output() [][]byte {
 // Advance implements netstack.TCPApp.
 func (nc *nconn) Advance(n int) {
 	if nc.tls != nil {
-		nc.tls.sent(n) // requests go out whole when written (closed loop only)
+		nc.tls.Sent(n) // requests go out whole when written (closed loop only)
 		return
 	}
 	nc.una = (nc.una + n) % len(nc.req)
@@ -659,7 +660,7 @@ func (c *nclient) complete(nc *nconn) bool {
 func (nc *nconn) PeerClosed(now time.Time) {
 	c := nc.cl
 	if nc.tls != nil {
-		nc.tls.peerClosed()
+		nc.tls.PeerClosed()
 	}
 	switch {
 	case nc.failed:
@@ -685,7 +686,7 @@ func (c *nclient) closeSlot(nc *nconn) {
 		return
 	}
 	if nc.tls != nil {
-		nc.tls.closeNotify()
+		nc.tls.CloseNotify()
 	}
 	nc.closing = true
 	nc.since = c.acct.now
@@ -757,7 +758,7 @@ func (c *nclient) drop(nc *nconn) {
 	nc.carry = nc.carry[:0]
 	nc.closing, nc.failed = false, false
 	if nc.tls != nil {
-		nc.tls.release() // a handshake in progress fails; its helper ends
+		nc.tls.Release() // a handshake in progress fails; its helper ends
 		nc.tls = nil
 	}
 }
