@@ -47,7 +47,9 @@ func newMemTLS(tb testing.TB, v uint16) *memTLS {
 	}
 	tb.Cleanup(s.close)
 	m := &memTLS{s: s, t: s.start(nil, nil)}
-	m.peer = &memPeer{t: m.t}
+	pipe, other := net.Pipe()
+	tb.Cleanup(func() { pipe.Close(); other.Close() })
+	m.peer = &memPeer{Conn: pipe, t: m.t}
 	m.peer.cond.L = &m.peer.mu
 	m.client = tls.Client(m.peer, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: v, MaxVersion: v})
 	done := make(chan error, 1)
@@ -86,8 +88,10 @@ func (m *memTLS) seal(tb testing.TB, p []byte) []byte {
 }
 
 // memPeer is the client's net.Conn: reads return what the shard gave it,
-// writes go to the handshake, or, once keep is set, into records.
+// writes go to the handshake, or, once keep is set, into records. The rest
+// of net.Conn (deadlines, addresses) is a pipe's that carries nothing.
 type memPeer struct {
+	net.Conn
 	t       *tlsConn
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -124,18 +128,6 @@ func (p *memPeer) Write(b []byte) (int, error) {
 	p.t.FeedHandshake(append([]byte(nil), b...))
 	return len(b), nil
 }
-
-func (p *memPeer) Close() error                     { return nil }
-func (p *memPeer) LocalAddr() net.Addr              { return memAddr{} }
-func (p *memPeer) RemoteAddr() net.Addr             { return memAddr{} }
-func (p *memPeer) SetDeadline(time.Time) error      { return nil }
-func (p *memPeer) SetReadDeadline(time.Time) error  { return nil }
-func (p *memPeer) SetWriteDeadline(time.Time) error { return nil }
-
-type memAddr struct{}
-
-func (memAddr) Network() string { return "tcp" }
-func (memAddr) String() string  { return "memory" }
 
 // memHTTP is an httpd connection serving files from a fresh docroot.
 func memHTTP(tb testing.TB, files map[string][]byte) *httpd.Conn {

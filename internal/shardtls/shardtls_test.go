@@ -3,8 +3,7 @@ package shardtls
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -26,12 +25,12 @@ import (
 // ciphertext one side queues (Pending) to the other (FeedHandshake or
 // Feed).
 
-// confs returns a server configuration with a fresh self-signed ECDSA
+// confs returns a server configuration with a fresh self-signed Ed25519
 // certificate for "shard.test", and a client configuration that trusts it,
 // both of TLS version v.
 func confs(t testing.TB, v uint16) (server, client *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func confs(t testing.TB, v uint16) (server, client *tls.Config) {
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
 	if err != nil {
 		t.Fatal(err)
 	}
