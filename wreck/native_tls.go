@@ -54,8 +54,7 @@ func (nc *nconn) TLSReady(now time.Time) {
 		c.stack.AbortTCP(now, c.link, nc.h) // released: counted as a failed connect
 		return
 	}
-	c.stack.WakeTCP(nc.h)
-	c.woke = true
+	c.wake(nc.h)
 }
 
 // writeTLS encrypts k requests into the connection's output.
