@@ -191,7 +191,7 @@ func (c *nativeConn) PeerClosed(now time.Time) {
 
 // Deadline is httpd's; the helper times a handshake out itself.
 func (c *nativeConn) Deadline() time.Time {
-	if c.tls != nil && !c.tls.est {
+	if c.tls != nil && !c.tls.Established() {
 		return time.Time{}
 	}
 	return c.hc.Deadline()
@@ -203,7 +203,7 @@ func (c *nativeConn) Wake(now time.Time) {
 	if c.hc == nil {
 		return
 	}
-	if c.tls != nil && c.tls.est && !c.tls.broken {
+	if c.tls != nil && c.tls.Established() && !c.tls.broken {
 		c.tls.now = now
 		if err := c.tls.pump(c.hc, now); err != nil {
 			c.tlsFailed(err)

@@ -26,11 +26,11 @@ type nativeTLS struct {
 // tlsFeed is Feed for a TLS connection.
 func (c *nativeConn) tlsFeed(p []byte, now time.Time) int {
 	t := c.tls
-	if c.tls.broken || (!t.est && t.failed()) {
+	if c.tls.broken || (!t.Established() && t.Failed()) {
 		return len(p) // the connection is ending: discard
 	}
-	if !t.est {
-		if !t.feedHandshake(p) {
+	if !t.Established() {
+		if !t.FeedHandshake(p) {
 			c.tls.broken = true
 		}
 		return len(p)
@@ -63,7 +63,7 @@ func (c *nativeConn) tlsFailed(err error) {
 // tlsOutput is Output for a TLS connection: the ciphertext not yet
 // acknowledged.
 func (c *nativeConn) tlsOutput() [][]byte {
-	p := c.tls.pending()
+	p := c.tls.Pending()
 	if len(p) == 0 {
 		return nil
 	}
@@ -75,8 +75,8 @@ func (c *nativeConn) tlsOutput() [][]byte {
 // is done with, and httpd's output waiting for room is encrypted.
 func (c *nativeConn) tlsAdvance(n int) {
 	t := c.tls
-	t.sent(n)
-	if t.est && !c.tls.broken {
+	t.Sent(n)
+	if t.Established() && !c.tls.broken {
 		if err := t.pump(c.hc, c.tls.now); err != nil {
 			c.tlsFailed(err)
 		}
@@ -91,8 +91,8 @@ func (c *nativeConn) tlsClosing() bool {
 	if c.tls.broken {
 		return true
 	}
-	if !t.est {
-		return c.n.drain || t.failed()
+	if !t.Established() {
+		return c.n.drain || t.Failed()
 	}
 	return t.notified && c.hc.Pending() == 0
 }
@@ -100,15 +100,15 @@ func (c *nativeConn) tlsClosing() bool {
 // tlsPeerClosed is PeerClosed for a TLS connection.
 func (c *nativeConn) tlsPeerClosed(now time.Time) {
 	t := c.tls
-	if !t.est {
-		t.peerClosed()
+	if !t.Established() {
+		t.PeerClosed()
 		return
 	}
 	if c.tls.broken {
 		return
 	}
 	// crypto/tls tells a close at a record boundary from a truncated record.
-	t.eof = true
+	t.PeerClosed()
 	if _, err := t.feed(c.hc, nil, now); err != nil && err != io.EOF {
 		c.tlsFailed(err)
 		return
@@ -119,13 +119,13 @@ func (c *nativeConn) tlsPeerClosed(now time.Time) {
 	}
 }
 
-// tlsReady: the helper posted a flight or finished (on the shard). TCP
+// TLSReady: the helper posted a flight or finished (on the shard). TCP
 // sends it in the next Poll.
-func (c *nativeConn) tlsReady(now time.Time) {
+func (c *nativeConn) TLSReady(now time.Time) {
 	if c.hc == nil {
 		return
 	}
-	if c.tls.est {
+	if c.tls.Established() {
 		// What the client sent after its Finished, if anything, then the
 		// responses.
 		if err := c.tls.pump(c.hc, now); err != nil {
@@ -138,7 +138,7 @@ func (c *nativeConn) tlsReady(now time.Time) {
 // tlsDrain: the shard drains; close_notify follows the last response.
 func (c *nativeConn) tlsDrain() {
 	t := c.tls
-	if t.est && !c.tls.broken {
+	if t.Established() && !c.tls.broken {
 		t.finish = true
 		t.encrypt(c.hc)
 	}

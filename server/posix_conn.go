@@ -169,7 +169,7 @@ func (c *posixConn) settle(now time.Time) {
 		c.close()
 		return
 	}
-	if c.tls != nil && !c.tls.est {
+	if c.tls != nil && !c.tls.Established() {
 		c.settleHandshake()
 		return
 	}
@@ -177,7 +177,7 @@ func (c *posixConn) settle(now time.Time) {
 	if !pending && !c.hc.Waiting() && (c.hc.Closing() || c.eof || c.p.drain) && c.tls != nil && !c.tls.notified {
 		// TLS ends with close_notify before the FIN.
 		c.tls.notified = true
-		c.tls.tc.CloseWrite()
+		c.tls.CloseNotify()
 		c.flush()
 		if c.broken {
 			c.close()
@@ -220,7 +220,7 @@ func (c *posixConn) pending() int {
 // it is; when it fires early, expire re-arms it, so a busy connection costs no
 // timer work per request.
 func (c *posixConn) armTimer() {
-	if c.tls != nil && !c.tls.est {
+	if c.tls != nil && !c.tls.Established() {
 		return // the helper times the handshake out
 	}
 	d := c.hc.Deadline()

@@ -108,13 +108,13 @@ func (t *tlsListener) close() {
 	t.ts.close()
 }
 
-// tlsReady: the helper wrote a flight or finished (on the shard).
-func (c *posixConn) tlsReady(now time.Time) {
+// TLSReady: the helper wrote a flight or finished (on the shard).
+func (c *posixConn) TLSReady(now time.Time) {
 	if c.fd < 0 {
 		return
 	}
 	switch t := c.tls; {
-	case t.est && c.eof:
+	case t.Established() && c.eof:
 		// The peer closed during the handshake: what it sent after its
 		// Finished is all there is (crypto/tls tells a truncated record).
 		if _, err := t.feed(c.hc, nil, now); err != nil {
@@ -122,7 +122,7 @@ func (c *posixConn) tlsReady(now time.Time) {
 		} else {
 			c.hc.PeerClosed(now)
 		}
-	case t.est && !c.p.drain && !c.broken && !c.hc.Closing():
+	case t.Established() && !c.p.drain && !c.broken && !c.hc.Closing():
 		// What the client sent after its Finished, if anything: the
 		// shard read it already; what came later epoll reports.
 		c.decryptHeld(now)
@@ -137,7 +137,7 @@ func (c *posixConn) readTLS(now time.Time) {
 	t := c.tls
 	buf := c.p.scrap
 	for i := 0; i < readsPerEvent; {
-		est := t.est
+		est := t.Established()
 		if est && !c.decryptHeld(now) {
 			return
 		}
@@ -158,12 +158,12 @@ func (c *posixConn) readTLS(now time.Time) {
 		case n == 0:
 			c.eof = true
 			if !est {
-				t.peerClosed()
+				t.PeerClosed()
 				return
 			}
 			// crypto/tls tells a close at a record boundary from a
 			// truncated record.
-			t.eof = true
+			t.PeerClosed()
 			if _, err := t.feed(c.hc, nil, now); err != nil {
 				c.tlsFailed(err)
 				return
@@ -174,7 +174,7 @@ func (c *posixConn) readTLS(now time.Time) {
 		}
 		c.p.stats.BytesIn += uint64(n)
 		if !est {
-			if !t.feedHandshake(buf[:n]) {
+			if !t.FeedHandshake(buf[:n]) {
 				c.broken = true
 				return
 			}
@@ -245,19 +245,19 @@ func (c *posixConn) tlsFailed(err error) {
 func (c *posixConn) flushTLS() {
 	t := c.tls
 	for !c.broken {
-		if t.est {
+		if t.Established() {
 			if err := t.encrypt(c.hc); err != nil {
 				c.broken = true
 				return
 			}
 		}
-		out := t.pending()
+		out := t.Pending()
 		if len(out) == 0 {
 			return
 		}
 		n, err := write(c.fd, out)
 		if n > 0 {
-			t.sent(n)
+			t.Sent(n)
 		}
 		if !c.wrote(n, len(out), err) {
 			return
@@ -269,14 +269,15 @@ func (c *posixConn) flushTLS() {
 // (the connection is broken; wrote counted the error).
 var errSocketWrite = errors.New("socket write failed")
 
-// sendRecord writes what tlsConn queued and then rec, the record crypto/tls
-// just sealed in its own buffer, in one writev, and returns how much of rec
-// the socket took: tlsConn queues the rest.
-func (c *posixConn) sendRecord(rec []byte) (int, error) {
+// SendRecord implements shardtls.Sink: it writes what the connection
+// queued and then rec, the record crypto/tls just sealed in its own buffer,
+// in one writev, and returns how much of rec the socket took (the rest is
+// queued).
+func (c *posixConn) SendRecord(rec []byte) (int, error) {
 	t := c.tls
 	took := 0
 	for !c.broken {
-		q, r := t.pending(), rec[took:]
+		q, r := t.Pending(), rec[took:]
 		iov := c.p.iov[:0]
 		if len(q) > 0 {
 			iov = append(iov, unix.Iovec{Base: &q[0]})
@@ -287,7 +288,7 @@ func (c *posixConn) sendRecord(rec []byte) (int, error) {
 		n, err := writev(c.fd, iov)
 		fromQ := min(n, len(q))
 		if fromQ > 0 {
-			t.sent(fromQ)
+			t.Sent(fromQ)
 		}
 		took += n - fromQ
 		if !c.wrote(n, len(q)+len(r), err) || took == len(rec) {
@@ -305,7 +306,7 @@ func (c *posixConn) sendRecord(rec []byte) (int, error) {
 // sent) or a drain closes the connection.
 func (c *posixConn) settleHandshake() {
 	t := c.tls
-	if t.failed() || c.p.drain {
+	if t.Failed() || c.p.drain {
 		c.close()
 		return
 	}

@@ -5,18 +5,15 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
-	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"percore/httpd"
+	"percore/internal/shardtls"
 	"percore/shard"
 )
 
 // TLS on a shard, the same for both stacks: the handshake off the shard, the
-// record layer on it.
+// record layer on it (the mechanics: package shardtls).
 //
 // A handshake costs about a millisecond of CPU, so it runs on a helper
 // goroutine per connection, at most TLSMaxHandshakes at a time per shard, on
@@ -29,7 +26,7 @@ import (
 // while the socket takes them whole, and posts only its verdict.
 //
 // Once the handshake is done the shard takes the tls.Conn over and drives
-// its record layer itself, over tlsConn as an in-memory net.Conn: reads
+// its record layer itself, over an in-memory net.Conn: reads
 // return what the stack fed (and a temporary error when it is used up, which
 // crypto/tls tolerates), writes append to a ciphertext buffer the stack
 // sends from, or on posix go to the socket (below). The shard never blocks
@@ -40,7 +37,7 @@ import (
 // and seals it in place, TLS 1.2 seals from the plaintext into it (headers
 // and small files are gathered into one record first: one more copy of
 // those small slices). Then:
-//   - posix: records are copied into tlsConn's ciphertext buffer, except
+//   - posix: records are copied into the connection's ciphertext buffer, except
 //     the last one sealed before a write: that one goes from crypto/tls's
 //     buffer straight into the socket, after the buffer, in one writev (a
 //     record per write would cost more in system calls than its copy). So a
@@ -49,7 +46,7 @@ import (
 //     every 4 records.
 //   - native: TCP sends from the app's buffers and resends from them until
 //     they are acknowledged, so the record is copied out of crypto/tls's
-//     buffer into tlsConn's, which TCP copies into transmit frames as it
+//     buffer into the connection's, which TCP copies into transmit frames as it
 //     does cleartext.
 
 // TLSMaxHandshakes bounds the handshakes in progress on one shard (one
@@ -80,51 +77,36 @@ type TLSStats struct {
 	QueuedBytes uint64 `stat:"count"` // ciphertext copied into connections' queues (on posix, what did not go from crypto/tls's buffer to the socket straight)
 }
 
-// tlsOwner is the stack's side of a TLS connection: told on the shard when
-// the helper wrote a flight or finished.
-type tlsOwner interface {
-	tlsReady(now time.Time)
-}
-
 // tlsShard is one shard's TLS state: the configuration, the mailbox the
-// helpers post to, and the counters. Owned by the shard, except mailbox.
+// helpers post to, and the counters. Owned by the shard.
 type tlsShard struct {
 	conf    *tls.Config
-	timeout time.Duration
-	ctx     context.Context // cancelled at close: ends handshakes in progress
-	cancel  context.CancelFunc
+	box     *shardtls.Box
 	running int // handshakes in progress
 	stats   TLSStats
-	box     struct {
-		sync.Mutex
-		ready  []*tlsConn
-		efd    int // written when ready turns non-empty (never read: edge-triggered); -1 once closed
-		queued bool
-	}
-	taken []*tlsConn // the shard's copy of box.ready
-	stage []byte     // small plaintext slices gathered into one record (encrypt)
-	bufs  [][]byte   // free ciphertext buffers
+	stage   []byte // small plaintext slices gathered into one record (encrypt)
 	// slotFree, if set, is called when a handshake ends and another may start.
 	slotFree func()
 }
 
+// newTLSShard registers the TLS of shard sh (nil: a test plays the shard).
 func newTLSShard(sh *shard.Shard, conf *tls.Config, timeout time.Duration) (*tlsShard, error) {
 	if timeout <= 0 {
 		timeout = TLSHandshakeTimeout
 	}
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	s := &tlsShard{conf: conf, stage: make([]byte, 0, tlsRecord)}
+	box, err := shardtls.NewBox(sh, shardtls.Options{
+		Server:       true,
+		Timeout:      timeout,
+		HandshakeMax: tlsHandshakeMax,
+		WholeRecords: true, // feed hands crypto/tls whole records
+		OutBuf:       tlsOutMax + tlsOutMax/2,
+		Done:         s.handshakeDone,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s := &tlsShard{conf: conf, timeout: timeout, stage: make([]byte, 0, tlsRecord)}
-	s.box.efd = efd
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	// Edge-triggered: each write wakes the shard once, and the shard need
-	// not read the counter back (2^64 writes would fill it).
-	if err := sh.AddFD(efd, unix.EPOLLIN|unix.EPOLLET, sh.AddSource(s), 0); err != nil {
-		unix.Close(efd)
-		return nil, err
-	}
+	s.box = box
 	return s, nil
 }
 
@@ -134,212 +116,74 @@ func (s *tlsShard) full() bool { return s.running >= TLSMaxHandshakes }
 // start begins the handshake of a new connection on a helper goroutine.
 // sock is the posix connection, whose socket the helper writes its flights
 // to and the shard its records; nil on the native stack.
-func (s *tlsShard) start(owner tlsOwner, sock *posixConn) *tlsConn {
-	t := &tlsConn{s: s, owner: owner, fd: -1, sock: sock}
+func (s *tlsShard) start(owner shardtls.Owner, sock *posixConn) *tlsConn {
+	fd := -1
 	if sock != nil {
-		t.fd = sock.fd
+		fd = sock.fd
 	}
-	t.cond.L = &t.mu
-	t.tc = tls.Server(t, s.conf)
 	s.running++
 	s.stats.Accepted++
-	go t.handshake()
-	return t
+	return &tlsConn{Conn: s.box.Start(owner, s.conf, fd), s: s, sock: sock}
 }
 
-// post queues t for the shard (from a helper) and wakes it.
-func (s *tlsShard) post(t *tlsConn) {
-	s.box.Lock()
-	defer s.box.Unlock()
-	if t.posted {
-		return
+// handshakeDone counts a handshake that ended, and frees its slot.
+func (s *tlsShard) handshakeDone(c *shardtls.Conn) {
+	s.running--
+	if s.slotFree != nil {
+		s.slotFree()
 	}
-	t.posted = true
-	s.box.ready = append(s.box.ready, t)
-	if !s.box.queued && s.box.efd >= 0 {
-		s.box.queued = true
-		one := [8]byte{1}
-		write(s.box.efd, one[:])
-	}
-}
-
-// Events takes the mailbox: each connection's flight goes out, each finished
-// handshake is taken over or closed.
-func (s *tlsShard) Events(_ []shard.Event, now time.Time) {
-	s.box.Lock()
-	s.taken, s.box.ready = s.box.ready, s.taken[:0]
-	for _, t := range s.taken {
-		t.posted = false
-	}
-	s.box.queued = false
-	s.box.Unlock()
-	for i, t := range s.taken {
-		s.taken[i] = nil
-		t.collect(now)
+	switch err := c.Err(); {
+	case err == nil:
+		s.stats.Handshakes++
+		if c.Resumed() {
+			s.stats.Resumed++
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		s.stats.TimedOut++
+	default:
+		s.stats.Failed++
 	}
 }
 
 // close ends the handshakes in progress and closes the mailbox: helpers
 // still running post to nothing.
-func (s *tlsShard) close() {
-	s.cancel()
-	s.box.Lock()
-	if s.box.efd >= 0 {
-		unix.Close(s.box.efd)
-		s.box.efd = -1
-	}
-	s.box.Unlock()
-}
+func (s *tlsShard) close() { s.box.Close() }
 
 func (s *tlsShard) report() TLSStats {
 	st := s.stats
 	st.Handshaking = uint64(s.running)
+	st.QueuedBytes = s.box.Copied()
 	return st
 }
 
-// tlsConn is the TLS side of one connection on a shard: the tls.Conn and the
-// in-memory net.Conn beneath it. Until the shard takes it over (est), the
-// fields under mu are shared with the helper; after that, everything is the
-// shard's.
+// tlsConn is the TLS side of one connection on a shard: the handshake and
+// the in-memory net.Conn beneath crypto/tls (shardtls.Conn), and the
+// record layer's state between httpd and crypto/tls. Owned by the shard.
 type tlsConn struct {
-	s     *tlsShard
-	owner tlsOwner // nil once the stack let go of the connection
-	tc    *tls.Conn
+	*shardtls.Conn
+	s *tlsShard
 
-	mu     sync.Mutex
-	cond   sync.Cond
-	hsIn   []byte // bytes from the peer the handshake has not read
-	hsOut  []byte // flights the handshake wrote that the shard has not taken
-	eof    bool   // the peer closed its side (the shard's alone once est)
-	shut   bool   // the stack let go, or the handshake timed out: reads fail
-	done   bool   // the handshake returned, with err
-	err    error
-	posted bool // in the mailbox (under the mailbox's lock)
-	fd     int  // the socket, for the handshake's own writes (posix; -1: none)
-	relay  bool // a flight went through the shard: the rest follow it
-	hsHdr  [5]byte
-	hsHdrN int // bytes of the current record's header read
-	hsLeft int // bytes of the current record's body not yet read
-
-	est      bool       // the shard took the connection over
 	sock     *posixConn // posix: the last record of a batch goes to its socket straight; nil: native
-	last     bool       // the record crypto/tls is sealing ends encrypt's batch
-	in       []byte     // what decrypt is feeding crypto/tls
 	held     []byte     // ciphertext fed but not yet decrypted (hc pushed back)
-	out      []byte     // ciphertext written, out[outHead:] not yet sent (posix) or acknowledged (native)
-	outHead  int
-	more     bool // crypto/tls may hold plaintext of the last record
-	blocked  bool // feed stopped because hc pushed back
-	notified bool // close_notify written
-	finish   bool // write close_notify once hc's output is sealed, though hc is not closing (a drain)
-}
-
-// handshake runs on the helper goroutine.
-func (t *tlsConn) handshake() {
-	ctx, cancel := context.WithTimeout(t.s.ctx, t.s.timeout)
-	err := t.tc.HandshakeContext(ctx)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		err = context.DeadlineExceeded
-	}
-	cancel()
-	t.mu.Lock()
-	t.done, t.err = true, err
-	t.mu.Unlock()
-	t.s.post(t)
-}
-
-// collect runs on the shard when t was posted: the flight the helper wrote
-// moves into out, and a finished handshake is counted and, if it succeeded,
-// taken over. Then the owner acts.
-func (t *tlsConn) collect(now time.Time) {
-	if t.est {
-		return
-	}
-	t.mu.Lock()
-	t.out = append(t.out, t.hsOut...)
-	t.hsOut = t.hsOut[:0]
-	done, err := t.done, t.err
-	if done && len(t.hsIn) > 0 {
-		t.held = append(t.held, t.hsIn...) // sent after the client's Finished
-	}
-	t.mu.Unlock()
-	if done {
-		t.s.running--
-		if t.s.slotFree != nil {
-			t.s.slotFree()
-		}
-		switch {
-		case err == nil:
-			t.s.stats.Handshakes++
-			if t.tc.ConnectionState().DidResume {
-				t.s.stats.Resumed++
-			}
-			t.est = true
-		case errors.Is(err, context.DeadlineExceeded):
-			t.s.stats.TimedOut++
-		default:
-			t.s.stats.Failed++
-		}
-	}
-	if t.owner != nil {
-		t.owner.tlsReady(now)
-	}
+	more     bool       // crypto/tls may hold plaintext of the last record
+	blocked  bool       // feed stopped because hc pushed back
+	notified bool       // close_notify written
+	finish   bool       // write close_notify once hc's output is sealed, though hc is not closing (a drain)
 }
 
 // handshaking reports that the handshake has not finished (as far as the
 // shard knows).
-func (t *tlsConn) handshaking() bool { return !t.est && !t.failed() }
-
-// failed reports a handshake that ended in error; the stack sends what is
-// left in out (the alert) and closes.
-func (t *tlsConn) failed() bool {
-	if t.est {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.done && t.err != nil
-}
+func (t *tlsConn) handshaking() bool { return !t.Established() && !t.Failed() }
 
 // tlsHandshakeMax bounds what a peer may send during the handshake before
 // the handshake reads it: a few records.
 const tlsHandshakeMax = 256 << 10
 
-// feedHandshake gives the helper bytes from the peer (copied); false: the
-// peer sent far more than a handshake needs.
-func (t *tlsConn) feedHandshake(p []byte) bool {
-	t.mu.Lock()
-	ok := len(t.hsIn)+len(p) <= tlsHandshakeMax
-	if ok {
-		t.hsIn = append(t.hsIn, p...)
-	}
-	t.mu.Unlock()
-	t.cond.Signal()
-	return ok
-}
-
-// peerClosed tells the handshake the peer closed its side.
-func (t *tlsConn) peerClosed() {
-	t.mu.Lock()
-	t.eof = true
-	t.mu.Unlock()
-	t.cond.Signal()
-}
-
 // release: the stack is done with the connection. A handshake in progress
 // fails at its next read and the helper's post is ignored.
 func (t *tlsConn) release() {
-	t.owner = nil
-	if !t.est {
-		t.mu.Lock()
-		t.shut = true
-		t.mu.Unlock()
-		t.cond.Signal()
-	}
-	if t.out != nil {
-		t.s.bufs = append(t.s.bufs, t.out[:0])
-	}
-	t.in, t.held, t.out, t.outHead = nil, nil, nil, 0
+	t.Release()
+	t.held = nil
 }
 
 // feed decrypts the records in held and then in p into hc and returns how
@@ -355,7 +199,10 @@ func (t *tlsConn) release() {
 // other errors: the connection is broken (crypto/tls queued its alert in
 // out).
 func (t *tlsConn) feed(hc *httpd.Conn, p []byte, now time.Time) (taken int, err error) {
-	defer func() { t.in = nil }()
+	defer t.Feed(nil)
+	if rest := t.Rest(); len(rest) > 0 {
+		t.held = append(t.held, rest...) // sent after the peer's Finished
+	}
 	t.blocked = false
 	for !hc.Closing() {
 		if t.more { // plaintext of the last record that did not fit
@@ -374,8 +221,8 @@ func (t *tlsConn) feed(hc *httpd.Conn, p []byte, now time.Time) (taken int, err 
 			// No whole record: keep the rest of p.
 			t.held = append(t.held, p[taken:]...)
 			taken = len(p)
-			if t.eof {
-				t.in = t.held // crypto/tls reports the truncation, or EOF
+			if t.EOF() {
+				t.Feed(t.held) // crypto/tls reports the truncation, or EOF
 				return taken, t.read(hc, now)
 			}
 			return taken, nil
@@ -385,11 +232,11 @@ func (t *tlsConn) feed(hc *httpd.Conn, p []byte, now time.Time) (taken int, err 
 			return taken, nil
 		}
 		taken += used
-		t.in = rec
+		t.Feed(rec)
 		t.more = true
 		err := t.read(hc, now)
 		if len(t.held) > 0 {
-			t.held = t.held[len(rec)-len(t.in):]
+			t.held = t.held[len(rec)-t.Unread():]
 			if len(t.held) == 0 {
 				t.held = t.held[:0:0] // nothing held: the array may go
 			}
@@ -452,14 +299,14 @@ func (t *tlsConn) read(hc *httpd.Conn, now time.Time) error {
 			t.blocked = true
 			return nil
 		}
-		n, err := t.tc.Read(buf)
+		n, err := t.Read(buf)
 		if n > 0 {
 			hc.Received(n, now)
 		}
 		switch {
 		case err == nil && n == len(buf):
 			continue // the record may hold more
-		case err == nil || err == errWouldBlock:
+		case err == nil:
 			t.more = false
 			return nil
 		case err == io.EOF:
@@ -526,9 +373,12 @@ func (t *tlsConn) encrypt(hc *httpd.Conn) error {
 		if p == nil {
 			p = stage
 		}
-		t.last = len(p) == hc.Pending() || t.queued()+len(p) >= tlsOutMax
-		n, err := t.tc.Write(p)
-		t.last = false
+		n, err := 0, error(nil)
+		if t.sock != nil && (len(p) == hc.Pending() || t.queued()+len(p) >= tlsOutMax) {
+			n, err = t.WriteLast(p, t.sock) // the batch's last record
+		} else {
+			n, err = t.Write(p)
+		}
 		hc.Advance(n)
 		if err != nil {
 			return err
@@ -536,144 +386,10 @@ func (t *tlsConn) encrypt(hc *httpd.Conn) error {
 	}
 	if (hc.Closing() || t.finish) && hc.Pending() == 0 && !t.notified {
 		t.notified = true
-		t.tc.CloseWrite()
+		t.CloseNotify()
 	}
 	return nil
 }
 
-// queued is the ciphertext in out not yet sent or acknowledged.
-func (t *tlsConn) queued() int { return len(t.out) - t.outHead }
-
-// pending is the ciphertext in out not yet sent or acknowledged.
-func (t *tlsConn) pending() []byte { return t.out[t.outHead:] }
-
-// sent marks n bytes of pending as sent (posix) or acknowledged (native).
-func (t *tlsConn) sent(n int) {
-	t.outHead += n
-	if t.outHead == len(t.out) && t.out != nil {
-		t.s.bufs = append(t.s.bufs, t.out[:0]) // an idle connection holds none
-		t.out, t.outHead = nil, 0
-	}
-}
-
-// The in-memory net.Conn beneath tls.Conn.
-
-func (t *tlsConn) Read(p []byte) (int, error) {
-	if t.est {
-		if len(t.in) == 0 {
-			if t.eof {
-				return 0, io.EOF
-			}
-			return 0, errWouldBlock
-		}
-		n := copy(p, t.in)
-		t.in = t.in[n:]
-		return n, nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for len(t.hsIn) == 0 && !t.eof && !t.shut {
-		t.cond.Wait()
-	}
-	if t.shut {
-		return 0, net.ErrClosed
-	}
-	if len(t.hsIn) == 0 {
-		return 0, io.EOF
-	}
-	// Never past the end of the current record: crypto/tls then ends the
-	// handshake holding no bytes of the records after it, which the shard
-	// hands over one whole record at a time (feed).
-	n := min(len(p), len(t.hsIn))
-	if t.hsLeft > 0 {
-		n = min(n, t.hsLeft)
-		t.hsLeft -= n
-	} else {
-		n = min(n, 5-t.hsHdrN)
-		t.hsHdrN += copy(t.hsHdr[t.hsHdrN:], t.hsIn[:n])
-		if t.hsHdrN == 5 {
-			t.hsHdrN, t.hsLeft = 0, int(t.hsHdr[3])<<8|int(t.hsHdr[4])
-		}
-	}
-	copy(p, t.hsIn[:n])
-	t.hsIn = t.hsIn[:copy(t.hsIn, t.hsIn[n:])]
-	return n, nil
-}
-
-func (t *tlsConn) Write(p []byte) (int, error) {
-	if t.est {
-		n := len(p)
-		if t.last && t.sock != nil { // after what is queued, in one writev
-			k, err := t.sock.sendRecord(p)
-			if err != nil {
-				return k, err
-			}
-			p = p[k:]
-		}
-		if len(p) > 0 {
-			t.queue(p)
-		}
-		return n, nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.fd >= 0 && !t.relay && !t.shut {
-		// Straight to the socket, saving the shard a wake-up and a write;
-		// under mu, so that the shard (release) cannot close fd meanwhile.
-		n, _ := write(t.fd, p)
-		if n == len(p) {
-			return n, nil
-		}
-		p = p[max(n, 0):]
-		t.relay = true // the rest, and every later flight, through the shard: in order
-	}
-	t.hsOut = append(t.hsOut, p...)
-	t.s.post(t)
-	return len(p), nil
-}
-
-// queue appends ciphertext to out, taking a free buffer if out has none.
-func (t *tlsConn) queue(p []byte) {
-	if t.out == nil {
-		if k := len(t.s.bufs); k > 0 {
-			t.out, t.s.bufs = t.s.bufs[k-1], t.s.bufs[:k-1]
-		} else {
-			t.out = make([]byte, 0, tlsOutMax+tlsOutMax/2)
-		}
-	}
-	if t.outHead > 0 && len(t.out)+len(p) > cap(t.out) {
-		t.out = t.out[:copy(t.out, t.out[t.outHead:])]
-		t.outHead = 0
-	}
-	t.out = append(t.out, p...)
-	t.s.stats.QueuedBytes += uint64(len(p))
-}
-
-// Close is crypto/tls cutting a handshake short (its context ended).
-func (t *tlsConn) Close() error {
-	t.mu.Lock()
-	t.shut = true
-	t.mu.Unlock()
-	t.cond.Signal()
-	return nil
-}
-
-func (t *tlsConn) LocalAddr() net.Addr              { return tlsAddr{} }
-func (t *tlsConn) RemoteAddr() net.Addr             { return tlsAddr{} }
-func (t *tlsConn) SetDeadline(time.Time) error      { return nil }
-func (t *tlsConn) SetReadDeadline(time.Time) error  { return nil }
-func (t *tlsConn) SetWriteDeadline(time.Time) error { return nil }
-
-type tlsAddr struct{}
-
-func (tlsAddr) Network() string { return "tcp" }
-func (tlsAddr) String() string  { return "shard" }
-
-// errWouldBlock is temporary, so crypto/tls keeps its connection usable.
-var errWouldBlock error = wouldBlock{}
-
-type wouldBlock struct{}
-
-func (wouldBlock) Error() string   { return "would block" }
-func (wouldBlock) Timeout() bool   { return true }
-func (wouldBlock) Temporary() bool { return true }
+// queued is the ciphertext not yet sent or acknowledged.
+func (t *tlsConn) queued() int { return len(t.Pending()) }

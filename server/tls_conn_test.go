@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -42,12 +41,15 @@ func newMemTLS(tb testing.TB, v uint16) *memTLS {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &tlsShard{conf: conf, timeout: 10 * time.Second, stage: make([]byte, 0, tlsRecord)}
-	s.box.efd = -1
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	tb.Cleanup(s.cancel)
+	s, err := newTLSShard(nil, conf, 10*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.close)
 	m := &memTLS{s: s, t: s.start(nil, nil)}
-	m.peer = &memPeer{t: m.t}
+	pipe, other := net.Pipe()
+	tb.Cleanup(func() { pipe.Close(); other.Close() })
+	m.peer = &memPeer{Conn: pipe, t: m.t}
 	m.peer.cond.L = &m.peer.mu
 	m.client = tls.Client(m.peer, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: v, MaxVersion: v})
 	done := make(chan error, 1)
@@ -58,10 +60,10 @@ func newMemTLS(tb testing.TB, v uint16) *memTLS {
 		if time.Now().After(deadline) {
 			tb.Fatal("handshake did not finish")
 		}
-		s.Events(nil, time.Now()) // collects what the helper posted
-		if p := m.t.pending(); len(p) > 0 {
+		s.box.Events(nil, time.Now()) // collects what the helper posted
+		if p := m.t.Pending(); len(p) > 0 {
 			m.peer.give(p)
-			m.t.sent(len(p))
+			m.t.Sent(len(p))
 		}
 		select {
 		case clientErr = <-done:
@@ -69,8 +71,8 @@ func newMemTLS(tb testing.TB, v uint16) *memTLS {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if clientErr != nil || m.t.failed() {
-		tb.Fatalf("handshake: client %v, server %v", clientErr, m.t.err)
+	if clientErr != nil || m.t.Failed() {
+		tb.Fatalf("handshake: client %v, server %v", clientErr, m.t.Err())
 	}
 	m.peer.keep = true
 	return m
@@ -86,8 +88,10 @@ func (m *memTLS) seal(tb testing.TB, p []byte) []byte {
 }
 
 // memPeer is the client's net.Conn: reads return what the shard gave it,
-// writes go to the handshake, or, once keep is set, into records.
+// writes go to the handshake, or, once keep is set, into records. The rest
+// of net.Conn (deadlines, addresses) is a pipe's that carries nothing.
 type memPeer struct {
+	net.Conn
 	t       *tlsConn
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -121,16 +125,9 @@ func (p *memPeer) Write(b []byte) (int, error) {
 		p.records = append(p.records, b...)
 		return len(b), nil
 	}
-	p.t.feedHandshake(append([]byte(nil), b...))
+	p.t.FeedHandshake(append([]byte(nil), b...))
 	return len(b), nil
 }
-
-func (p *memPeer) Close() error                     { return nil }
-func (p *memPeer) LocalAddr() net.Addr              { return tlsAddr{} }
-func (p *memPeer) RemoteAddr() net.Addr             { return tlsAddr{} }
-func (p *memPeer) SetDeadline(time.Time) error      { return nil }
-func (p *memPeer) SetReadDeadline(time.Time) error  { return nil }
-func (p *memPeer) SetWriteDeadline(time.Time) error { return nil }
 
 // memHTTP is an httpd connection serving files from a fresh docroot.
 func memHTTP(tb testing.TB, files map[string][]byte) *httpd.Conn {
@@ -192,8 +189,8 @@ func TestTLSPosixRecords(t *testing.T) {
 	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
 		t.Run(tls.VersionName(v), func(t *testing.T) {
 			m := newMemTLS(t, v)
-			m.peer.give(m.t.pending()) // the session tickets, if any
-			m.t.sent(len(m.t.pending()))
+			m.peer.give(m.t.Pending()) // the session tickets, if any
+			m.t.Sent(len(m.t.Pending()))
 			hc := memHTTP(t, files)
 			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 			must(t, err)
@@ -247,7 +244,7 @@ func TestTLSPosixRecords(t *testing.T) {
 					}
 				}
 			}
-			if m.s.stats.QueuedBytes == 0 {
+			if m.s.report().QueuedBytes == 0 {
 				t.Fatal("no record waited in the queue: the socket took everything, the test shows nothing")
 			}
 		})

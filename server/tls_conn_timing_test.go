@@ -76,7 +76,7 @@ func benchTLSResponse(b *testing.B, size int, direct bool) {
 	b.ReportAllocs()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	c0, q0 := threadCPU(), m.s.stats.QueuedBytes
+	c0, q0 := threadCPU(), m.s.report().QueuedBytes
 	b.ResetTimer()
 	for range b.N {
 		serve()
@@ -85,7 +85,7 @@ func benchTLSResponse(b *testing.B, size int, direct bool) {
 		}
 	}
 	b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(m.s.stats.QueuedBytes-q0)/float64(b.N), "queued-B/op")
+	b.ReportMetric(float64(m.s.report().QueuedBytes-q0)/float64(b.N), "queued-B/op")
 	b.ReportMetric(float64(want), "ciphertext-B/op")
 }
 

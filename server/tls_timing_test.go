@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"percore/internal/shardtls"
 )
 
 // BenchmarkTLSIntegration compares ways to put crypto/tls beside a shard,
@@ -264,7 +266,7 @@ func serveInline(c *net.TCPConn, conf *tls.Config) {
 			k, err := tc.Read(plain[n:])
 			n += k
 			if err != nil {
-				if errors.Is(err, errWouldBlock) {
+				if errors.Is(err, shardtls.ErrWouldBlock) {
 					break
 				}
 				return
@@ -303,7 +305,7 @@ func (m *memConn) Read(p []byte) (int, error) {
 		return m.Conn.Read(p)
 	}
 	if len(m.in) == 0 {
-		return 0, errWouldBlock
+		return 0, shardtls.ErrWouldBlock
 	}
 	n := copy(p, m.in)
 	m.in = m.in[n:]

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"percore/internal/shardtls"
 	"percore/netstack"
 )
 
@@ -20,13 +21,12 @@ import (
 // endpoint only from inside Stack.Poll and AbortTCP, which nclient itself
 // or its queue calls, so nothing here runs concurrently.
 type nclient struct {
-	acct  *acct // counters, histograms, request budget, schedule
-	cfg   *Config
-	stack *netstack.Stack
-	link  netstack.Link
-	dst   netstack.IPv4Addr
-	port  uint16
-	ep    nendpoint
+	stackSide
+	acct *acct // counters, histograms, request budget, schedule
+	cfg  *Config
+	dst  netstack.IPv4Addr
+	port uint16
+	ep   nendpoint
 
 	conns      []nconn
 	retry      []int32 // slots to connect at the next step
@@ -49,21 +49,16 @@ type nclient struct {
 	// response that finds none is dropped, so no more go out than the
 	// frames hold. The others wait in ready, their latency counting from
 	// when they could have gone.
-	maxOut  int
-	aborts  []int32 // slots to reset at the next step (a failure found inside Feed)
-	inStack bool    // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	paced   bool    // slots wait on retry for --connect-rate: its timer wakes the shard
-	woke    bool    // a connection was woken outside Stack.Poll: poll again before sleeping
-	down    bool    // the run is over and every connection reset
-	seqOff  int
-	reqLen  int
+	maxOut int
+	paced  bool // slots wait on retry for --connect-rate: its timer wakes the shard
+	down   bool // the run is over and every connection reset
+	seqOff int
+	reqLen int
 
 	// --tls (native_tls.go): the shard's mailbox for the handshakes, and
 	// the configuration they start from; nil: cleartext.
 	box   *tlsBox
 	tconf *tls.Config
-
-	nowT time.Time // the stack's time of this step
 }
 
 // nendpoint is the TCPEndpoint of the client's connections: they are never
@@ -111,7 +106,7 @@ type nconn struct {
 
 	// --tls: the connection's TLS (nil before its handshake starts), and
 	// the slot's own configuration when it resumes sessions (its ticket).
-	tls   *shardTLS
+	tls   *shardtls.Conn
 	tconf *tls.Config
 }
 
@@ -126,10 +121,10 @@ func newNClient(a *acct, conns int, dst netstack.IPv4Addr, port uint16, req []by
 		retry:      make([]int32, 0, conns),
 		connecting: make([]int32, 0, conns),
 		opened:     make([]int32, 0, conns),
-		aborts:     make([]int32, 0, conns),
 		ready:      newReadyRing(conns),
 		seqOff:     seqOff, reqLen: len(req),
 	}
+	c.aborts = make([]int32, 0, conns)
 	c.ep.c = c
 	k := cfg.Pipeline
 	shared := bytes.Repeat(req, k)
@@ -467,10 +462,7 @@ func (c *nclient) write(nc *nconn, k int) {
 		}
 		nc.pend += k * c.reqLen
 	}
-	if !c.inStack {
-		c.stack.WakeTCP(nc.h)
-		c.woke = true
-	}
+	c.wake(nc.h)
 }
 
 // Output implements netstack.TCPApp: the unacknowledged request bytes, in
@@ -499,7 +491,7 @@ func (nc *nconn) Output() [][]byte {
 // Advance implements netstack.TCPApp.
 func (nc *nconn) Advance(n int) {
 	if nc.tls != nil {
-		nc.tls.sent(n) // requests go out whole when written (closed loop only)
+		nc.tls.Sent(n) // requests go out whole when written (closed loop only)
 		return
 	}
 	nc.una = (nc.una + n) % len(nc.req)
@@ -659,7 +651,7 @@ func (c *nclient) complete(nc *nconn) bool {
 func (nc *nconn) PeerClosed(now time.Time) {
 	c := nc.cl
 	if nc.tls != nil {
-		nc.tls.peerClosed()
+		nc.tls.PeerClosed()
 	}
 	switch {
 	case nc.failed:
@@ -685,14 +677,11 @@ func (c *nclient) closeSlot(nc *nconn) {
 		return
 	}
 	if nc.tls != nil {
-		nc.tls.closeNotify()
+		nc.tls.CloseNotify()
 	}
 	nc.closing = true
 	nc.since = c.acct.now
-	if !c.inStack {
-		c.stack.WakeTCP(nc.h)
-		c.woke = true
-	}
+	c.wake(nc.h)
 }
 
 // fail counts an error of class cls against the oldest request in flight
@@ -711,17 +700,11 @@ func (c *nclient) fail(nc *nconn, cls errClass) {
 	c.aborts = append(c.aborts, nc.idx)
 }
 
-// runAborts resets the connections of failed slots (outside the TCP layer:
-// Release runs inside AbortTCP).
-func (c *nclient) runAborts() {
-	for len(c.aborts) > 0 {
-		nc := &c.conns[c.aborts[len(c.aborts)-1]]
-		c.aborts = c.aborts[:len(c.aborts)-1]
-		if nc.live {
-			c.stack.AbortTCP(c.nowT, c.link, nc.h)
-		}
-	}
-}
+// runAborts resets the connections of failed slots.
+func (c *nclient) runAborts() { runAborts(&c.stackSide, c.conns, (*nconn).tcb) }
+
+// tcb is the slot's TCP connection: its handle, and whether a TCB holds it.
+func (nc *nconn) tcb() (netstack.TCPHandle, bool) { return nc.h, nc.live }
 
 // released is TCP's Release of slot nc's connection: closed, reset, timed
 // out or in TIME-WAIT. A connection that ends unasked is counted (a reset
@@ -757,7 +740,7 @@ func (c *nclient) drop(nc *nconn) {
 	nc.carry = nc.carry[:0]
 	nc.closing, nc.failed = false, false
 	if nc.tls != nil {
-		nc.tls.release() // a handshake in progress fails; its helper ends
+		nc.tls.Release() // a handshake in progress fails; its helper ends
 		nc.tls = nil
 	}
 }

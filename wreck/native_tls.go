@@ -7,7 +7,7 @@ import (
 )
 
 // --tls on the native client: once TCP connects, a slot shakes hands on a
-// helper goroutine (shardTLS, tls_shard.go) in state cHandshake, TCP
+// helper goroutine (shardtls.Conn, tls_shard.go) in state cHandshake, TCP
 // carrying the flights both ways; then it runs the same request flow as
 // cleartext with its requests encrypted into the ciphertext buffer TCP
 // sends from, and what TCP feeds decrypted before the parser sees it. The
@@ -30,37 +30,36 @@ func (c *nclient) startTLS(nc *nconn) {
 	nc.tls = c.box.start(nc, handshakeConf(c.tconf, c.cfg.TLS.Resume, &nc.tconf))
 }
 
-// tlsReady implements tlsOwner: the helper posted a flight (TCP sends it)
+// TLSReady implements shardtls.Owner: the helper posted a flight (TCP sends it)
 // or finished. A slot whose handshake succeeded starts its requests, one
 // whose handshake failed is reset and backs off as after a failed connect.
-func (nc *nconn) tlsReady(now time.Time) {
+func (nc *nconn) TLSReady(now time.Time) {
 	c, s := nc.cl, nc.cl.acct
 	s.setNow(now)
 	c.nowT = now
 	t := nc.tls
 	switch {
 	case nc.state != cHandshake:
-	case t.est:
+	case t.Established():
 		s.tls.handshakes++
-		if t.resumed() {
+		if t.Resumed() {
 			s.tls.resumed++
 		}
 		c.connected(nc)
-		if rest := t.takeRest(); len(rest) > 0 {
+		if rest := t.Rest(); len(rest) > 0 {
 			nc.feedTLS(rest)
 		}
-	case t.failed():
+	case t.Failed():
 		s.tls.failed++
 		c.stack.AbortTCP(now, c.link, nc.h) // released: counted as a failed connect
 		return
 	}
-	c.stack.WakeTCP(nc.h)
-	c.woke = true
+	c.wake(nc.h)
 }
 
 // writeTLS encrypts k requests into the connection's output.
 func (c *nclient) writeTLS(nc *nconn, k int) {
-	if err := nc.tls.write(nc.req[:k*c.reqLen]); err != nil {
+	if _, err := nc.tls.Write(nc.req[:k*c.reqLen]); err != nil {
 		c.fail(nc, errMalformed)
 	}
 }
@@ -68,7 +67,7 @@ func (c *nclient) writeTLS(nc *nconn, k int) {
 // tlsOutput is Output under --tls: the flights, then the ciphertext, not
 // yet acknowledged.
 func (nc *nconn) tlsOutput() [][]byte {
-	p := nc.tls.pending()
+	p := nc.tls.Pending()
 	if len(p) == 0 {
 		return nc.outv[:0]
 	}
@@ -84,13 +83,13 @@ func (nc *nconn) feedTLS(p []byte) {
 	case nc.failed:
 		return
 	case nc.state == cHandshake:
-		nc.tls.feedHandshake(p)
+		nc.tls.FeedHandshake(p)
 		return
 	}
 	t := nc.tls
-	t.feed(p)
+	t.Feed(p)
 	for !nc.failed {
-		b, err := t.read()
+		b, err := c.box.read(t)
 		if len(b) > 0 {
 			nc.feedPlain(b)
 		}

@@ -145,7 +145,7 @@ func helpers() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "(*shardTLS).handshake") {
+		if strings.Contains(g, "shardtls.(*Conn).handshake") {
 			out = append(out, g)
 		}
 	}

@@ -226,7 +226,7 @@ func (s *swclient) closeFd(u *swUser) {
 	}
 	u.carry = u.carry[:0]
 	if u.tls != nil {
-		u.tls.release()
+		u.tls.Release()
 		u.tls = nil
 	}
 }

@@ -20,23 +20,18 @@ import (
 // or its queue calls, so nothing here runs concurrently.
 type nswclient struct {
 	*swUsers
-	stack *netstack.Stack
-	link  netstack.Link
-	dst   netstack.IPv4Addr
-	port  uint16
-	ep    nswEndpoint
+	stackSide
+	dst  netstack.IPv4Addr
+	port uint16
+	ep   nswEndpoint
 
 	conns      []nswConn // by user
 	dials      []int32   // users whose dial waits to run outside the stack (or for their old connection's release)
 	connecting []int32   // users whose handshake is under way (or was: checkConnecting removes them)
 	scan       int       // where checkConnecting goes on in connecting
-	aborts     []int32   // users whose connection to reset outside the stack (a failure found inside Feed)
 	rbuf       []byte    // a carried head joined with the bytes after it
 
-	inStack bool // inside Stack.Poll: TCP sends what the apps queue, no wake needed
-	woke    bool // a connection was woken outside Stack.Poll: poll again before sleeping
-	down    bool // the run is over and every connection reset
-	nowT    time.Time
+	down bool // the run is over and every connection reset
 }
 
 // nswConn is one user's connection: the TCPApp of the TCB it holds (live).
@@ -76,9 +71,9 @@ func newNswClient(a *acct, n int, dst netstack.IPv4Addr, port uint16, dirs, user
 		conns:      make([]nswConn, n),
 		dials:      make([]int32, 0, n),
 		connecting: make([]int32, 0, n),
-		aborts:     make([]int32, 0, n),
 		rbuf:       make([]byte, readBuf),
 	}
+	c.aborts = make([]int32, 0, n)
 	c.ep.c = c
 	c.swUsers = newSwUsers(a, c, n, dirs, users, first, stream)
 	for i := range c.conns {
@@ -190,7 +185,7 @@ func (c *nswclient) unlistConnecting() {
 }
 
 // write implements swTransport: TCP takes u.req from Output.
-func (c *nswclient) write(u *swUser) { c.wake(&c.conns[u.idx]) }
+func (c *nswclient) write(u *swUser) { c.wake(c.conns[u.idx].h) }
 
 // hangUp implements swTransport: TCP sends FIN; the connection is released
 // once closed.
@@ -201,7 +196,7 @@ func (c *nswclient) hangUp(u *swUser) {
 		return
 	}
 	nc.closing = true
-	c.wake(nc)
+	c.wake(nc.h)
 }
 
 // drop implements swTransport: the connection is reset (after the Poll,
@@ -220,26 +215,12 @@ func (c *nswclient) drop(u *swUser) {
 	c.stack.AbortTCP(c.nowT, c.link, nc.h)
 }
 
-// wake makes the next Poll send nc's output (or its FIN); inside the Poll
-// TCP looks by itself.
-func (c *nswclient) wake(nc *nswConn) {
-	if !c.inStack {
-		c.stack.WakeTCP(nc.h)
-		c.woke = true
-	}
-}
-
 // runAborts resets the connections of the users that dropped them inside
-// the Poll (Release runs inside AbortTCP).
-func (c *nswclient) runAborts() {
-	for len(c.aborts) > 0 {
-		nc := &c.conns[c.aborts[len(c.aborts)-1]]
-		c.aborts = c.aborts[:len(c.aborts)-1]
-		if nc.live {
-			c.stack.AbortTCP(c.nowT, c.link, nc.h)
-		}
-	}
-}
+// the Poll.
+func (c *nswclient) runAborts() { runAborts(&c.stackSide, c.conns, (*nswConn).tcb) }
+
+// tcb is the user's TCP connection: its handle, and whether a TCB holds it.
+func (nc *nswConn) tcb() (netstack.TCPHandle, bool) { return nc.h, nc.live }
 
 // released is TCP's Release of a user's connection: closed, reset, timed
 // out or in TIME-WAIT. One that ends unasked is the user's error (a

@@ -12,7 +12,7 @@ import (
 
 // SPECweb99_SSL: the SPECweb99 users over TLS (--workload specweb99 --tls),
 // on kernel sockets. The user's socket carries ciphertext: once TCP
-// connects, the user shakes hands on a helper goroutine (shardTLS,
+// connects, the user shakes hands on a helper goroutine (shardtls.Conn,
 // tls_shard.go) in state cHandshake, the shard moving the flights between
 // socket and helper; then its requests are encrypted before they are
 // written and what it reads is decrypted before the parser sees it. The
@@ -36,29 +36,29 @@ func (s *swclient) startTLS(u *swUser) {
 	u.tls = s.box.start(u, handshakeConf(s.tconf, s.cfg.TLS.Resume, &u.tconf))
 }
 
-// tlsReady implements tlsOwner: the helper posted a flight (written now)
+// TLSReady implements shardtls.Owner: the helper posted a flight (written now)
 // or finished; a user whose handshake succeeded sends its request, one
 // whose handshake failed backs off as after a failed connect.
-func (u *swUser) tlsReady(now time.Time) {
+func (u *swUser) TLSReady(now time.Time) {
 	s, t := u.sw, u.tls
 	s.setNow(now)
 	switch {
 	case u.state != cHandshake || u.fd < 0:
 		return
-	case t.est:
+	case t.Established():
 		s.tls.handshakes++
-		if t.resumed() {
+		if t.Resumed() {
 			s.tls.resumed++
 		}
 		recordNs(s.conn, s.now-u.since)
 		gen := u.gen
 		s.connected(u)
-		if rest := t.takeRest(); len(rest) > 0 && u.gen == gen && u.fd >= 0 {
-			t.feed(rest)
+		if rest := t.Rest(); len(rest) > 0 && u.gen == gen && u.fd >= 0 {
+			t.Feed(rest)
 			s.decrypt(u)
 		}
 		return
-	case t.failed():
+	case t.Failed():
 		s.tls.failed++
 		s.fail(u, errConnect)
 		return
@@ -68,7 +68,7 @@ func (u *swUser) tlsReady(now time.Time) {
 
 // sendTLS encrypts u's request and writes it.
 func (s *swclient) sendTLS(u *swUser) {
-	if err := u.tls.write(u.req); err != nil {
+	if _, err := u.tls.Write(u.req); err != nil {
 		s.fail(u, errMalformed)
 		return
 	}
@@ -77,8 +77,8 @@ func (s *swclient) sendTLS(u *swUser) {
 
 // flushTLS writes u's ciphertext (a flight, or records) to its socket.
 func (s *swclient) flushTLS(u *swUser) {
-	m, err := writeOut(u.fd, u.tls.pending())
-	u.tls.sent(m)
+	m, err := writeOut(u.fd, u.tls.Pending())
+	u.tls.Sent(m)
 	if err != nil {
 		s.fail(u, errReset)
 	} // else all written, or EPOLLOUT resumes
@@ -99,16 +99,16 @@ func (s *swclient) readableTLS(u *swUser, hup bool) {
 			s.fail(u, errReset)
 			return
 		case m == 0:
-			u.tls.peerClosed() // a handshake fails; records end
+			u.tls.PeerClosed() // a handshake fails; records end
 			if u.state != cHandshake {
-				u.tls.feed(nil)
+				u.tls.Feed(nil)
 				s.decrypt(u)
 			}
 			return
 		case u.state == cHandshake:
-			u.tls.feedHandshake(s.cbuf[:m])
+			u.tls.FeedHandshake(s.cbuf[:m])
 		default:
-			u.tls.feed(s.cbuf[:m])
+			u.tls.Feed(s.cbuf[:m])
 			if !s.decrypt(u) {
 				return
 			}
@@ -125,7 +125,7 @@ func (s *swclient) decrypt(u *swUser) bool {
 	gen := u.gen
 	for u.gen == gen && u.fd >= 0 {
 		k := copy(s.rbuf, u.carry)
-		n, err := u.tls.readInto(s.rbuf[k:])
+		n, err := u.tls.Read(s.rbuf[k:])
 		if n > 0 {
 			u.bytes += int64(n)
 			s.cnt.Bytes += uint64(n)

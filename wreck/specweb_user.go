@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"time"
 
+	"percore/internal/shardtls"
 	"percore/shard"
 )
 
@@ -60,7 +61,7 @@ type swUser struct {
 	// (nil before its handshake), and the user's own configuration when it
 	// resumes.
 	sw    *swclient
-	tls   *shardTLS
+	tls   *shardtls.Conn
 	tconf *tls.Config
 }
 
