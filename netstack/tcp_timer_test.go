@@ -63,3 +63,29 @@ func TestTCPRTOAfterProbeFromSendTime(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// With new data waiting, the probe is two new segments: when the path lost
+// the flight's one ACK, one segment in order is what a receiver may hold its
+// ACK for (Linux's 40 ms delayed ACK); two draw it at once (RFC 5681 §4.2).
+func TestTCPProbeTwoNewSegments(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	x.l.rttSample(c, int64(100*time.Microsecond))
+	d := pattern(1460 * 13)
+	app.write(d)
+	c.cwnd = 1460 * 10
+	x.kick(c)
+	if got := len(x.recv()); got != 10 {
+		t.Fatalf("%d segments in flight, want 10", got)
+	}
+	x.advance(time.Duration(c.rtxAt - x.l.now))
+	x.expect(seg{TCPFields: fl(A, segSeq(10), 5001, 32768), data: d[10*1460 : 11*1460]},
+		seg{TCPFields: fl(A, segSeq(11), 5001, 32768), data: d[11*1460 : 12*1460]})
+	// The ACK they draw takes the flight: the window sends the rest.
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(12), 65535)})
+	x.expect(seg{TCPFields: fl(PA, segSeq(12), 5001, 32768), data: d[12*1460:]})
+	if st := x.stats(); st.TailLossProbes != 1 || st.Retransmits != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
