@@ -318,8 +318,10 @@ func (l *tcpLayer) rearmRTO(c *tcpConn) {
 			// timeout repairs either loss, once per SND.UNA. In a PRR
 			// recovery also before SND.UNA's segment went again: it
 			// may be waiting for RACK, and the tail of a burst loss
-			// leaves no ACK to clock it out.
-			if pto := l.probeTimeout(c); pto < c.rto {
+			// leaves no ACK to clock it out. No allowance for a
+			// delayed ACK: a retransmission that fills a hole is
+			// ACKed at once (RFC 5681 §4.2).
+			if pto := 2*c.srtt + tcpProbeSlack; pto < c.rto {
 				c.tlp = true
 				c.rtxAt = l.now + pto
 				return

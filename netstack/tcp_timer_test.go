@@ -89,3 +89,17 @@ func TestTCPProbeTwoNewSegments(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// The recovery probe waits 2*SRTT + 2 ms also with one segment in flight:
+// a retransmission that fills a hole is ACKed at once, so no allowance for a
+// delayed ACK, and no 10 ms floor.
+func TestTCPRecoveryProbeOneSegment(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := labFlight(x, 1)
+	c.recovery, c.rtxUna = true, true // SND.UNA's retransmission is out
+	x.l.rearmRTO(c)
+	pto := 2*c.srtt + int64(2*time.Millisecond)
+	if !c.tlp || c.rtxAt != x.l.now+pto {
+		t.Fatalf("timer: probe %v at %d, want the probe at %d", c.tlp, c.rtxAt, x.l.now+pto)
+	}
+}
