@@ -145,8 +145,8 @@ func TestTCPPAWSDisorderedAck(t *testing.T) {
 }
 
 // The recovery probe: SND.UNA's retransmission is out and no ACK comes
-// back (it, or the one ACK it drew, was lost). It goes again after 2*SRTT,
-// once; the RTO stays behind it.
+// back (it, or the one ACK it drew, was lost). It goes again after the
+// probe timeout (2*SRTT + 2 ms), once; the RTO stays behind it.
 func TestTCPRecoveryProbe(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, app := x.establish()
@@ -158,7 +158,7 @@ func TestTCPRecoveryProbe(t *testing.T) {
 	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(3)}))
 	x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(4)}))
 	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
-	x.advance(59 * time.Millisecond)
+	x.advance(61 * time.Millisecond)
 	x.expectNothing()
 	x.advance(time.Millisecond)
 	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})

@@ -334,7 +334,7 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 	// lost, so not sent again.
 	x.send(seg{TCPFields: fl(A, 5001, segSeq(4), 65535)})
 	x.expectNothing()
-	pto := max(2*c.srtt, int64(10*time.Millisecond))
+	pto := 2*c.srtt + int64(2*time.Millisecond)
 	if !c.recovery || c.rtxUna || !c.tlp || c.rtxAt != x.l.now+pto {
 		t.Fatalf("recovery %v rtxUna %v: timer %v at %d, want the probe at %d", c.recovery, c.rtxUna, c.tlp, c.rtxAt, x.l.now+pto)
 	}

@@ -298,7 +298,7 @@ func TestTCPRACKMergeClosest(t *testing.T) {
 func TestTCPRACKAfterRTO(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, d := rackFlight(x, 10) // all ten are lost, and the tail loss probe
-	x.advance(10 * time.Millisecond)
+	x.advance(12 * time.Millisecond)
 	x.expect(seg{TCPFields: fl(PA, segSeq(9), 5001, 32768), data: d[9*1460:]})
 	x.advance(time.Second)
 	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})

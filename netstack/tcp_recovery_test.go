@@ -247,7 +247,7 @@ func TestTCPLimitedTransmitSACKLoss(t *testing.T) {
 }
 
 // RFC 8985 tail loss probe: with SACK and an RTT sample, the last segment
-// goes again after max(2*SRTT, 10 ms) instead of waiting for the RTO; the
+// goes again after 2*SRTT + 2 ms instead of waiting for the RTO; the
 // RTO follows if the probe draws nothing.
 func TestTCPTailLossProbe(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
@@ -258,7 +258,7 @@ func TestTCPTailLossProbe(t *testing.T) {
 	app.write(d)
 	x.kick(c)
 	x.recv()
-	x.advance(59 * time.Millisecond)
+	x.advance(61 * time.Millisecond) // PTO: 2*SRTT + 2 ms
 	x.expectNothing()
 	x.advance(time.Millisecond)
 	x.expect(seg{TCPFields: fl(PA, 2541, 5001, 32768), data: d[1540:]}) // the last MSS
@@ -275,7 +275,7 @@ func TestTCPTailLossProbe(t *testing.T) {
 	app.write("tail")
 	x.kick(c)
 	x.recv()
-	pto := time.Duration(max(2*c.srtt, c.srtt+c.srtt/2+int64(200*time.Millisecond)))
+	pto := time.Duration(2*c.srtt + int64(200*time.Millisecond)) // one segment: 2*SRTT + RTOMin
 	if pto >= time.Duration(c.rto) {
 		x.advance(time.Duration(c.rto))
 		x.expect(seg{TCPFields: fl(PA, 4001, 5001, 32768), data: "tail"})
