@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // Slow start with HyStart++ (RFC 9406): the first slow start of a
 // connection watches the RTT of each round and, when it rises by a
 // threshold (a queue builds), grows by a quarter as fast (Conservative
@@ -119,7 +121,8 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 }
 
 // ackTrain reports whether this ACK extends the round's ACK train past
-// half the minimum RTT (Linux's threshold without pacing).
+// half the minimum RTT and the ACK delay cushion (Linux's threshold
+// without pacing).
 func (l *tcpLayer) ackTrain(c *tcpConn) bool {
 	h := &c.hystart
 	if c.cwnd < hsTrainLowWindow*uint32(c.mss) || c.minRTT == 0 {
@@ -130,7 +133,21 @@ func (l *tcpLayer) ackTrain(c *tcpConn) bool {
 		return false
 	}
 	h.lastAck = now
-	return int64(now-h.start) > c.minRTT/2000
+	return int64(now-h.start) > (c.minRTT+hsAckDelay(c))/2000
+}
+
+// hsAckDelay is the cushion Linux adds to the minimum RTT for the train
+// (tcp_cubic.c, hystart_ack_delay), in ns: the time four 64 KiB GSO
+// packets take at the rate Linux paces slow start at (twice cwnd per
+// SRTT), at most 1 ms. Without it, on a path of a tenth of a millisecond
+// the ACKs of the first 16 segments span half the minimum RTT whatever
+// the path's capacity, as their batching by sender and receiver stretches
+// them, and slow start ends there.
+func hsAckDelay(c *tcpConn) int64 {
+	if c.srtt == 0 {
+		return 0
+	}
+	return min(int64(time.Millisecond), 4*65536*c.srtt/(2*int64(c.cwnd)))
 }
 
 // hystartEnd ends HyStart++ at the first loss or timeout (§4.2: "If

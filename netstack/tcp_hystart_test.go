@@ -106,6 +106,41 @@ func TestTCPHyStartACKTrain(t *testing.T) {
 	}
 }
 
+// On a path of a tenth of a millisecond the train test waits out Linux's
+// cushion (hsAckDelay): at 20 segments, 100 µs of train (past half the
+// minimum RTT) does not end slow start; at 200 segments, whose cushion is
+// small, 80 µs does.
+func TestTCPHyStartShortPath(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4)
+	c.srtt, c.minRTT = int64(100*time.Microsecond), int64(100*time.Microsecond)
+	mss := uint32(c.mss)
+	ack := c.sndUna
+	step := func(d time.Duration) {
+		x.l.now += int64(d)
+		ack = ack.add(mss)
+		c.sndMax = c.sndMax.add(2 * mss)
+		x.l.slowStart(c, ack, mss)
+	}
+	c.cwnd = 20 * mss
+	x.l.slowStart(c, ack, mss) // the round begins
+	for i := 0; i < 10; i++ {
+		step(10 * time.Microsecond)
+	}
+	if c.hystart.done {
+		t.Fatalf("slow start ended at %d segments after 100 µs of train", c.cwnd/mss)
+	}
+	c.cwnd = 200 * mss
+	ack = c.hystart.roundEnd
+	step(0) // the next round
+	for i := 0; i < 8; i++ {
+		step(10 * time.Microsecond)
+	}
+	if !c.hystart.done || c.ssthresh != c.cwnd || c.cwnd/mss != 208 {
+		t.Fatalf("cwnd %d segments, ssthresh %d, hystart %+v", c.cwnd/mss, c.ssthresh, c.hystart)
+	}
+}
+
 // The first round begins at the first ACK whatever the ISN: with roundEnd
 // unset (0), every ACK of 2^31 or more compared below it, and no round
 // ever began (half of all connections ran without HyStart++).

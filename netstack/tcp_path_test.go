@@ -257,8 +257,11 @@ func TestTCPPathDelayLoss(t *testing.T) {
 // taking a repeated SACK block for a new delivery, this path took 198
 // retransmissions, 128 D-SACKed, for 70 frames dropped: a tail drop
 // leaves a hole every few segments. What is retransmitted again (lost-rtx) was dropped at the
-// bottleneck again. Counts are exact (the path and the clock are
-// deterministic): a change that moves them should say why.
+// bottleneck again. With the train test's cushion (hsAckDelay) slow
+// start ends later and CUBIC's growth reaches the slow rate from a larger
+// window: 69 retransmissions, 4 D-SACKed, 18 lost again for 65 frames
+// dropped before; 47, 1, 1 for 46 after. Counts are exact (the path and
+// the clock are deterministic): a change that moves them should say why.
 func TestTCPPathBottleneck(t *testing.T) {
 	n := newPath(t, 100*time.Microsecond, 0, 1, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
 	n.ab.rate, n.ab.queue = 400e6, 32
@@ -270,8 +273,8 @@ func TestTCPPathBottleneck(t *testing.T) {
 	if s.RTOTimeouts != 0 || n.ab.lost == 0 || s.HyStartExits != 1 {
 		t.Errorf("%d RTOs, %d frames dropped by the bottleneck, %d slow starts ended by HyStart", s.RTOTimeouts, n.ab.lost, s.HyStartExits)
 	}
-	if s.Retransmits != 69 || s.DSACKsIn != 4 || s.LostRetransmits != 18 || n.ab.lost != 65 {
-		t.Errorf("%d retransmissions, %d D-SACKed, %d lost again, %d frames dropped; want 69, 4, 18, 65",
+	if s.Retransmits != 47 || s.DSACKsIn != 1 || s.LostRetransmits != 1 || n.ab.lost != 46 {
+		t.Errorf("%d retransmissions, %d D-SACKed, %d lost again, %d frames dropped; want 47, 1, 1, 46",
 			s.Retransmits, s.DSACKsIn, s.LostRetransmits, n.ab.lost)
 	}
 }
@@ -359,10 +362,13 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 // Judged per batch but taking the ACK of a held frame's original for the
 // delivery of its retransmission (its echoed timestamp says which), RACK
 // deemed lost all sent before the retransmission: 1 and 2 reductions, 124
-// and 124 retransmissions. Counts are exact (the path and the clock are
-// deterministic): a change that moves them should say why.
+// and 124 retransmissions. With the train test's cushion (hsAckDelay)
+// slow start ends at a larger window and the bursts differ: 1 and 2
+// reductions, 1 and 2 retransmissions before; 0 and 2, 0 and 3 after.
+// Counts are exact (the path and the clock are deterministic): a change
+// that moves them should say why.
 func TestTCPPathReorder(t *testing.T) {
-	want := []struct{ reductions, retransmits uint64 }{{1, 1}, {2, 2}}
+	want := []struct{ reductions, retransmits uint64 }{{0, 0}, {2, 3}}
 	for seed := uint64(1); seed <= 2; seed++ {
 		n := newPath(t, 50*time.Microsecond, 0, seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
 		n.ab.rate, n.ab.queue = 250e6, 4096
