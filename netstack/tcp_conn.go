@@ -85,6 +85,7 @@ type tcpConn struct {
 	reordSeen bool // RACK.reordering_seen
 	undoTSOn  bool // undoTS holds the TSval of the episode's first retransmission
 	prrOn     bool // the recovery runs PRR (tcp_prr.go) instead of NewReno's inflation
+	rackHold  bool // the batch's last ACK answered originals while retransmissions are out: RACK deems nothing more lost (partialUndo)
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8

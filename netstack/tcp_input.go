@@ -369,9 +369,7 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 		if c.state == tcpClosed {
 			return false
 		}
-		if (inRecovery && !c.recovery) || afterRTO {
-			l.eifel(c, f)
-		}
+		l.ackUndo(c, f, inRecovery, afterRTO)
 		if afterRTO && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && c.srtt > 0 {
 			// The echoed timestamp tells which transmission the ACK
 			// answers (RFC 7323 §4), so Karn's ambiguity is gone and

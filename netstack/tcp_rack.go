@@ -218,6 +218,7 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 // cumulatively and the SACK blocks within the window. It runs before the
 // scoreboard and the ring are pruned.
 func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
+	c.rackHold = false // the batch's last ACK decides (partialUndo)
 	if !c.rackOn {
 		c.rackFack = c.sndUna
 	}
@@ -423,6 +424,7 @@ func (l *tcpLayer) rackBatch() {
 			continue
 		}
 		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(d.una))+int64(l.sackedBytes(c))-int64(d.sacked), 0)))
+		c.rackHold = false
 		if c.prrOn {
 			l.output(c)
 		}
@@ -454,13 +456,15 @@ func isDSACK(f *TCPFields, r tcpRange) bool {
 // dsackArrived takes a D-SACK for r: data the peer got twice.
 func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	l.stats.DSACKsIn++
-	if !c.undoOn || c.undoRtx == 0 || r.l.lt(c.undoMarker) {
-		// Not a retransmission of this episode: the network
+	if c.undoRtx == 0 || r.l.lt(c.undoMarker) {
+		// Not a retransmission of the last episode: the network
 		// duplicated the segment, which says nothing of reordering.
 		return
 	}
 	// RFC 8985 §6.2 step 3: reordering made a retransmission needless;
-	// widen the window by min_RTT/4, at most once per round trip.
+	// widen the window by min_RTT/4, at most once per round trip. An
+	// episode undone already (Eifel, partialUndo) counts too: its
+	// retransmissions were as needless.
 	c.reordSeen = true
 	if c.reoMult == 0 || c.sndUna.geq(c.dsackRound) {
 		c.reoMult = min(max(c.reoMult, 1)+1, 255)
@@ -471,7 +475,11 @@ func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	// duplicate, the reduction was needless.
 	mss := uint32(c.mss)
 	c.undoRtx -= min((r.r.diff(r.l)+mss-1)/mss, c.undoRtx)
-	if c.undoRtx == 0 {
+	if c.undoRtx == 0 && c.undoOn {
+		// The reordering that made the episode needless is the
+		// path's: the wider window persists one recovery more (Linux's
+		// tcp_try_undo_dsack).
+		c.reoPersist = min(c.reoPersist+1, tcpReoPersist)
 		l.undo(c)
 	}
 }
@@ -481,8 +489,11 @@ func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 // to min_RTT/4.
 const tcpReoPersist = 16
 
-// recoveryDone ends a recovery for RACK: the widened window persists for
-// tcpReoPersist of them.
+// recoveryDone ends a recovery that was not undone, one that repaired
+// real losses: the widened window persists for tcpReoPersist of them
+// (Linux's tcp_try_undo_recovery). Needless recoveries do not wear it
+// down, or a path that reorders much would lose its window to the
+// recoveries its reordering causes.
 func (c *tcpConn) recoveryDone() {
 	if c.reoPersist > 0 {
 		c.reoPersist--
@@ -496,11 +507,76 @@ func (c *tcpConn) recoveryDone() {
 // first after its timeout, echoes a timestamp older than the episode's
 // first retransmission: the original segments got there (RFC 3522, as
 // Linux's tcp_packet_delayed).
-func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) {
+func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) bool {
 	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
 		l.stats.EifelUndos += uint64(c.undoEpisodes)
 		l.undo(c)
+		return true
 	}
+	return false
+}
+
+// ackUndo tries the undos an ACK that advanced SND.UNA allows, after
+// newAck: inRecovery and afterRTO tell what the connection was in before
+// it. A recovery that ended is undone by Eifel or counted as one that
+// repaired real losses; one that goes on may be undone in part.
+func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool) {
+	switch {
+	case inRecovery && c.recovery:
+		l.partialUndo(c, f)
+	case inRecovery:
+		if !l.eifel(c, f) {
+			c.recoveryDone()
+		}
+	case afterRTO:
+		l.eifel(c, f)
+	}
+}
+
+// partialUndo is Linux's tcp_try_undo_partial, for an ACK that advanced
+// SND.UNA in a recovery but not to its end. If the ACK answers the
+// original segments (packetDelayed), the hole was filled by a segment the
+// path only held back: the path reorders more than RACK's window allowed
+// for. While retransmissions are still out, this ACK deems nothing more
+// lost (rackHold; PRR still clocks out new data): each would be one more
+// needless retransmission. With none out, the reduction is undone and
+// the recovery ends. Only recoveries that RACK and PRR run: NewReno's has
+// resent SND.UNA's segment already.
+func (l *tcpLayer) partialUndo(c *tcpConn, f *TCPFields) {
+	if !c.prrOn || !c.undoOn || !c.packetDelayed(f) {
+		return
+	}
+	c.reordSeen = true
+	if c.rtxOut() {
+		c.rackHold = true
+		return
+	}
+	l.stats.PartialUndos += uint64(c.undoEpisodes)
+	l.undo(c)
+}
+
+// packetDelayed reports whether the ACK in f answers original segments
+// rather than the episode's retransmissions: none was sent yet (undoRtx
+// counts those not D-SACKed, and all D-SACKed ends the episode), or the
+// ACK echoes a timestamp from before the first (Linux's
+// tcp_packet_delayed).
+func (c *tcpConn) packetDelayed(f *TCPFields) bool {
+	if c.undoRtx == 0 {
+		return true
+	}
+	return c.undoTSOn && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0
+}
+
+// rtxOut reports whether a retransmission is still in flight: a range
+// last sent as one that the peer has neither acknowledged nor SACKed
+// (Linux's retrans_out).
+func (c *tcpConn) rtxOut() bool {
+	for _, e := range c.txRecs() {
+		if e.rtx && e.r.gt(c.sndUna) && c.unsacked(seqMax(e.l, c.sndUna), e.r) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // saveUndo remembers the window before a reduction (RFC 3708 §3.1,

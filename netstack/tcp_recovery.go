@@ -45,7 +45,6 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		} else {
 			l.ccRecovered(c, flight)
 		}
-		c.recoveryDone()
 	case c.recovery && c.prrOn:
 		// PRR sends what this ACK allows after it (rackCheck).
 	case c.recovery:
