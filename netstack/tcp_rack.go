@@ -348,6 +348,9 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 		return
 	}
 	if !c.recovery {
+		if c.frto {
+			return // F-RTO waits for the next ACK to judge the timeout (ackUndo)
+		}
 		if c.retries > 0 || c.sndUna.lt(c.recover) {
 			// After an RTO, go-back-N resends what is lost; what it
 			// resent already (below SND.NXT) and RACK deems lost
@@ -517,10 +520,12 @@ func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) bool {
 }
 
 // ackUndo tries the undos an ACK that advanced SND.UNA allows, after
-// newAck: inRecovery and afterRTO tell what the connection was in before
-// it. A recovery that ended is undone by Eifel or counted as one that
-// repaired real losses; one that goes on may be undone in part.
-func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool) {
+// newAck: inRecovery, afterRTO and nxt (SND.NXT) tell where the
+// connection stood before it. A recovery that ended is undone by Eifel or
+// counted as one that repaired real losses; one that goes on may be
+// undone in part. After a timeout, Eifel tells a spurious one by its
+// timestamps, F-RTO without them.
+func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool, nxt seqnum) {
 	switch {
 	case inRecovery && c.recovery:
 		l.partialUndo(c, f)
@@ -529,7 +534,49 @@ func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool) 
 			c.recoveryDone()
 		}
 	case afterRTO:
-		l.eifel(c, f)
+		c.frto = false
+		if !l.eifel(c, f) && !c.tsOK {
+			l.frtoStart(c, nxt)
+		}
+	case c.frto:
+		// F-RTO step 3b: an ACK of data sent once, never resent after
+		// the timeout: the originals were only delayed. The undo ends
+		// the go-back-N too.
+		c.frto, c.sndNxt = false, c.frtoNxt
+		l.stats.FRTOUndos += uint64(c.undoEpisodes)
+		l.undo(c)
+	}
+}
+
+// frtoStart is F-RTO's step 2 (RFC 5682 §2.1), on the first ACK after a
+// timeout, which advanced SND.UNA to or past nxt (what go-back-N had
+// resent) but not to recover: rather than resend more, it sends up to
+// two new segments. If the next ACK acknowledges data sent before the
+// timeout, none of it was lost and the timeout was spurious (ackUndo);
+// a duplicate ACK says it was real, and go-back-N resumes (frtoLoss). A
+// peer with timestamps has Eifel (RFC 3522) instead.
+func (l *tcpLayer) frtoStart(c *tcpConn, nxt seqnum) {
+	_, dataEnd, _ := l.sendQueue(c)
+	if !c.undoOn || c.sndUna.lt(nxt) || !c.sndUna.lt(c.recover) || !c.sndMax.lt(dataEnd) {
+		return // step 2a, or no new data to send: conventional recovery
+	}
+	c.frtoNxt = c.sndNxt
+	for i := 0; i < 2 && c.sndMax.lt(dataEnd) && c.sndMax.add(uint32(c.mss)).leq(c.sndUna.add(c.sndWnd)); i++ {
+		l.retransmitAt(c, c.sndMax) // new data at SND.MAX, beyond the window
+	}
+	if c.sndMax == c.frtoNxt {
+		return
+	}
+	c.frto = true
+	c.sndNxt = c.sndMax // nothing more until the next ACK
+}
+
+// frtoLoss is F-RTO's step 3a: a duplicate ACK after the new data says
+// the timeout was real; go-back-N resumes where it stood.
+func (c *tcpConn) frtoLoss() {
+	if c.frto {
+		c.frto = false
+		c.sndNxt = seqMax(c.frtoNxt, c.sndUna)
 	}
 }
 
