@@ -655,6 +655,13 @@ func (l *tcpLayer) undo(c *tcpConn) {
 	c.cwnd = max(c.cwnd, c.undoCwnd)
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
 	c.cubic = c.undoCubic
+	if c.undoSsthresh > c.undoCwnd {
+		// The reduction cut a slow start short, which resumes, and
+		// HyStart++ with it (as in Linux's CUBIC, which a loss does not
+		// end): left ended, the window would grow unchecked until a
+		// real loss stopped it.
+		c.hystart = hystartState{}
+	}
 	if c.recovery || c.sndNxt.lt(c.sndMax) {
 		c.recovery, c.dupAcks, c.prrOn = false, 0, false
 		c.recover = c.sndUna // a new loss may start a recovery at once

@@ -399,6 +399,11 @@ func TestTCPPartialUndo(t *testing.T) {
 	if c.recovery || c.cwnd < cwnd || c.ssthresh != ssthresh || st.PartialUndos != 1 || st.SpuriousUndos != 1 || st.Reductions != 1 || st.Retransmits != 2 {
 		t.Fatalf("recovery %v cwnd %d (was %d) ssthresh %d (was %d) stats %+v", c.recovery, c.cwnd, cwnd, c.ssthresh, ssthresh, st)
 	}
+	if c.cwnd >= c.ssthresh || c.hystart.done {
+		// The reduction came in slow start: slow start resumes, with
+		// HyStart++ to end it.
+		t.Fatalf("cwnd %d ssthresh %d, HyStart++ over %v", c.cwnd, c.ssthresh, c.hystart.done)
+	}
 
 	// The D-SACK for segment 0's retransmission comes after the undo: it
 	// widens the reordering window all the same, and undoes nothing more.
