@@ -562,7 +562,7 @@ func (l *tcpLayer) frtoStart(c *tcpConn, nxt seqnum) {
 	}
 	c.frtoNxt = c.sndNxt
 	for i := 0; i < 2 && c.sndMax.lt(dataEnd) && c.sndMax.add(uint32(c.mss)).leq(c.sndUna.add(c.sndWnd)); i++ {
-		l.retransmitAt(c, c.sndMax) // new data at SND.MAX, beyond the window
+		l.retransmitAt(c, c.sndMax) // new data at SND.MAX, past cwnd as step 2b allows
 	}
 	if c.sndMax == c.frtoNxt {
 		return
