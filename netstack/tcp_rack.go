@@ -553,7 +553,7 @@ func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool, 
 // resent) but not to recover: rather than resend more, it sends up to
 // two new segments. If the next ACK acknowledges data sent before the
 // timeout, none of it was lost and the timeout was spurious (ackUndo);
-// a duplicate ACK says it was real, and go-back-N resumes (frtoLoss). A
+// a duplicate ACK says it was real, and go-back-N resumes (frtoDupAck). A
 // peer with timestamps has Eifel (RFC 3522) instead.
 func (l *tcpLayer) frtoStart(c *tcpConn, nxt seqnum) {
 	_, dataEnd, _ := l.sendQueue(c)
@@ -571,13 +571,24 @@ func (l *tcpLayer) frtoStart(c *tcpConn, nxt seqnum) {
 	c.sndNxt = c.sndMax // nothing more until the next ACK
 }
 
-// frtoLoss is F-RTO's step 3a: a duplicate ACK after the new data says
-// the timeout was real; go-back-N resumes where it stood.
-func (c *tcpConn) frtoLoss() {
-	if c.frto {
-		c.frto = false
-		c.sndNxt = seqMax(c.frtoNxt, c.sndUna)
+// frtoDupAck is F-RTO's step 3 on a duplicate ACK after the new data. If
+// it SACKs data below recover, sent once before the timeout and not
+// resent since (the timeout cleared the scoreboard), the originals got
+// there and the timeout was spurious (the SACK-enhanced step 3b, RFC 5682
+// §3.1, as Linux's FLAG_ORIG_SACK_ACKED); otherwise it was real (step
+// 3a), and go-back-N resumes where it stood.
+func (l *tcpLayer) frtoDupAck(c *tcpConn) {
+	if !c.frto {
+		return
 	}
+	c.frto = false
+	if s := c.sackedRanges(); len(s) > 0 && s[0].l.lt(c.recover) {
+		c.sndNxt = c.frtoNxt
+		l.stats.FRTOUndos += uint64(c.undoEpisodes)
+		l.undo(c)
+		return
+	}
+	c.sndNxt = seqMax(c.frtoNxt, c.sndUna)
 }
 
 // partialUndo is Linux's tcp_try_undo_partial, for an ACK that advanced

@@ -81,7 +81,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 // 3.2), window inflation after (RFC 6582 3.2 (4)).
 func (l *tcpLayer) dupAck(c *tcpConn) {
 	c.dupAcks++
-	c.frtoLoss()
+	l.frtoDupAck(c)
 	mss := uint32(c.mss)
 	if c.prrOn {
 		return // RACK and PRR run the recovery (rackCheck)
