@@ -85,6 +85,8 @@ type tcpConn struct {
 	reordSeen bool // RACK.reordering_seen
 	undoTSOn  bool // undoTS holds the TSval of the episode's first retransmission
 	prrOn     bool // the recovery runs PRR (tcp_prr.go) instead of NewReno's inflation
+	rackHold  bool // the batch's last ACK answered originals while retransmissions are out: RACK deems nothing more lost (partialUndo)
+	frto      bool // F-RTO (RFC 5682) sent new data after a timeout; the next ACK tells whether it was spurious (frtoNxt)
 
 	cc                   CongestionControl
 	sndWScale, rcvWScale uint8
@@ -133,6 +135,7 @@ type tcpConn struct {
 	undoCwnd, undoSsthresh uint32
 	undoRtx                uint32
 	undoMarker             seqnum // SND.UNA when the episode began
+	frtoNxt                seqnum // where the timeout's go-back-N stood when F-RTO sent new data
 	undoTS                 uint32 // TSval of the episode's first retransmission (Eifel, RFC 3522)
 	reoPersist             uint8  // recoveries left before reoMult goes back to 1
 	undoEpisodes           uint8  // reductions the undo covers (saveUndo)

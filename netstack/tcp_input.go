@@ -364,14 +364,12 @@ func (l *tcpLayer) checkACK(c *tcpConn, f *TCPFields, s *inSeg) bool {
 	switch {
 	case ack.gt(c.sndUna):
 		// "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK."
-		inRecovery, afterRTO := c.recovery, c.retries > 0
+		inRecovery, afterRTO, nxt := c.recovery, c.retries > 0, c.sndNxt
 		l.newAck(c, ack)
 		if c.state == tcpClosed {
 			return false
 		}
-		if (inRecovery && !c.recovery) || afterRTO {
-			l.eifel(c, f)
-		}
+		l.ackUndo(c, f, inRecovery, afterRTO, nxt)
 		if afterRTO && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && c.srtt > 0 {
 			// The echoed timestamp tells which transmission the ACK
 			// answers (RFC 7323 §4), so Karn's ambiguity is gone and

@@ -230,6 +230,8 @@ type TCPStats struct {
 	Reductions       uint64 `stat:"count"` // congestion window reductions that can be undone: recoveries and first RTOs
 	SpuriousUndos    uint64 `stat:"count"` // reductions undone: every retransmission of the episode D-SACKed (RFC 3708) or, of these, EifelUndos
 	EifelUndos       uint64 `stat:"count"` // of SpuriousUndos: the ACK echoed a timestamp from before the first retransmission (RFC 3522)
+	PartialUndos     uint64 `stat:"count"` // of SpuriousUndos: a partial ACK in recovery answered originals and no retransmission was out (Linux's TCPPartialUndo)
+	FRTOUndos        uint64 `stat:"count"` // of SpuriousUndos: timeouts F-RTO found spurious (RFC 5682), for peers without timestamps
 	PersistProbes    uint64 `stat:"count"`
 	KeepProbes       uint64 `stat:"count"`
 	KeepAborts       uint64 `stat:"count"`

@@ -362,13 +362,20 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 // Judged per batch but taking the ACK of a held frame's original for the
 // delivery of its retransmission (its echoed timestamp says which), RACK
 // deemed lost all sent before the retransmission: 1 and 2 reductions, 124
-// and 124 retransmissions. With the train test's cushion (hsAckDelay)
-// slow start ends at a larger window and the bursts differ: 1 and 2
-// reductions, 1 and 2 retransmissions before; 0 and 2, 0 and 3 after.
-// Counts are exact (the path and the clock are deterministic): a change
-// that moves them should say why.
+// and 124 retransmissions. Then 1 and 2 reductions, 1 and 2
+// retransmissions, each undone by its D-SACK. With Linux's partial undo
+// (partialUndo) some of them end earlier, at the first partial ACK that
+// echoes a timestamp from before the retransmission; the window comes
+// back sooner and the flight grows larger: 2 and 3 reductions, 3 and 3
+// retransmissions. With the train test's cushion (hsAckDelay) slow start
+// ends at a larger window and the bursts differ again: 0 and 4
+// reductions (3 undone in part), 0 and 5 retransmissions. In a sweep of
+// this model over seeds and poll periods partial undo moved the totals by
+// a few percent either way; the lab's figures are in docs/benchmarks.md.
+// Counts are exact (the path and the clock are deterministic): a
+// change that moves them should say why.
 func TestTCPPathReorder(t *testing.T) {
-	want := []struct{ reductions, retransmits uint64 }{{0, 0}, {2, 3}}
+	want := []struct{ reductions, partial, retransmits uint64 }{{0, 0, 0}, {4, 3, 5}}
 	for seed := uint64(1); seed <= 2; seed++ {
 		n := newPath(t, 50*time.Microsecond, 0, seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
 		n.ab.rate, n.ab.queue = 250e6, 4096
@@ -376,15 +383,15 @@ func TestTCPPathReorder(t *testing.T) {
 		n.aPeriod = 200 * time.Microsecond
 		el := n.fetch(16 << 20)
 		s := n.a.TCPStats()
-		t.Logf("seed %d: %v fake time (%.2f MB/s), reordered %d/%d: reductions %d undone %d retrans %d (D-SACKed %d) rack-lost %d reorder-to %d rto %d tlp %d",
-			seed, el, float64(16<<20)/el.Seconds()/1e6, n.ab.passed, n.ba.passed, s.Reductions, s.SpuriousUndos, s.Retransmits, s.DSACKsIn, s.RACKLost, s.ReorderTimeouts, s.RTOTimeouts, s.TailLossProbes)
+		t.Logf("seed %d: %v fake time (%.2f MB/s), reordered %d/%d: reductions %d undone %d (partial %d eifel %d) retrans %d (D-SACKed %d) rack-lost %d reorder-to %d rto %d tlp %d",
+			seed, el, float64(16<<20)/el.Seconds()/1e6, n.ab.passed, n.ba.passed, s.Reductions, s.SpuriousUndos, s.PartialUndos, s.EifelUndos, s.Retransmits, s.DSACKsIn, s.RACKLost, s.ReorderTimeouts, s.RTOTimeouts, s.TailLossProbes)
 		if n.ab.passed == 0 || n.ba.passed == 0 {
 			t.Fatalf("seed %d: no reordering", seed)
 		}
 		w := want[seed-1]
-		if s.Reductions != w.reductions || s.SpuriousUndos != s.Reductions || s.Retransmits != w.retransmits || s.DSACKsIn != s.Retransmits || s.RTOTimeouts != 0 {
-			t.Errorf("seed %d: %d reductions, %d undone, %d retransmissions, %d D-SACKed, %d RTOs; want %d, all, %d, all, 0",
-				seed, s.Reductions, s.SpuriousUndos, s.Retransmits, s.DSACKsIn, s.RTOTimeouts, w.reductions, w.retransmits)
+		if s.Reductions != w.reductions || s.SpuriousUndos != s.Reductions || s.PartialUndos != w.partial || s.Retransmits != w.retransmits || s.DSACKsIn != s.Retransmits || s.RTOTimeouts != 0 {
+			t.Errorf("seed %d: %d reductions, %d undone (%d in part), %d retransmissions, %d D-SACKed, %d RTOs; want %d, all (%d), %d, all, 0",
+				seed, s.Reductions, s.SpuriousUndos, s.PartialUndos, s.Retransmits, s.DSACKsIn, s.RTOTimeouts, w.reductions, w.partial, w.retransmits)
 		}
 	}
 }

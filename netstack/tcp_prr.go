@@ -88,7 +88,7 @@ func (l *tcpLayer) prrAck(c *tcpConn, delivered uint32) {
 	c.prrLeft = int32(min(max(sndcnt, 0), 1<<30))
 	c.cwnd = pipe + uint32(c.prrLeft)
 	rtxUna := c.rtxUna
-	for c.prrLeft > 0 {
+	for c.prrLeft > 0 && !c.rackHold {
 		seq, lost := l.rackLost(c)
 		if !lost {
 			break

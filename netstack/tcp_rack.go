@@ -218,6 +218,7 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 // cumulatively and the SACK blocks within the window. It runs before the
 // scoreboard and the ring are pruned.
 func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
+	c.rackHold = false // the batch's last ACK decides (partialUndo)
 	if !c.rackOn {
 		c.rackFack = c.sndUna
 	}
@@ -347,6 +348,9 @@ func (l *tcpLayer) rackCheck(c *tcpConn, delivered uint32) {
 		return
 	}
 	if !c.recovery {
+		if c.frto {
+			return // F-RTO waits for the next ACK to judge the timeout (ackUndo)
+		}
 		if c.retries > 0 || c.sndUna.lt(c.recover) {
 			// After an RTO, go-back-N resends what is lost; what it
 			// resent already (below SND.NXT) and RACK deems lost
@@ -423,6 +427,7 @@ func (l *tcpLayer) rackBatch() {
 			continue
 		}
 		l.rackCheck(c, uint32(max(int64(c.sndUna.diff(d.una))+int64(l.sackedBytes(c))-int64(d.sacked), 0)))
+		c.rackHold = false
 		if c.prrOn {
 			l.output(c)
 		}
@@ -454,13 +459,15 @@ func isDSACK(f *TCPFields, r tcpRange) bool {
 // dsackArrived takes a D-SACK for r: data the peer got twice.
 func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	l.stats.DSACKsIn++
-	if !c.undoOn || c.undoRtx == 0 || r.l.lt(c.undoMarker) {
-		// Not a retransmission of this episode: the network
+	if c.undoRtx == 0 || r.l.lt(c.undoMarker) {
+		// Not a retransmission of the last episode: the network
 		// duplicated the segment, which says nothing of reordering.
 		return
 	}
 	// RFC 8985 §6.2 step 3: reordering made a retransmission needless;
-	// widen the window by min_RTT/4, at most once per round trip.
+	// widen the window by min_RTT/4, at most once per round trip. An
+	// episode undone already (Eifel, partialUndo) counts too: its
+	// retransmissions were as needless.
 	c.reordSeen = true
 	if c.reoMult == 0 || c.sndUna.geq(c.dsackRound) {
 		c.reoMult = min(max(c.reoMult, 1)+1, 255)
@@ -471,7 +478,11 @@ func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 	// duplicate, the reduction was needless.
 	mss := uint32(c.mss)
 	c.undoRtx -= min((r.r.diff(r.l)+mss-1)/mss, c.undoRtx)
-	if c.undoRtx == 0 {
+	if c.undoRtx == 0 && c.undoOn {
+		// The reordering that made the episode needless is the
+		// path's: the wider window persists one recovery more (Linux's
+		// tcp_try_undo_dsack).
+		c.reoPersist = min(c.reoPersist+1, tcpReoPersist)
 		l.undo(c)
 	}
 }
@@ -481,8 +492,11 @@ func (l *tcpLayer) dsackArrived(c *tcpConn, r tcpRange) {
 // to min_RTT/4.
 const tcpReoPersist = 16
 
-// recoveryDone ends a recovery for RACK: the widened window persists for
-// tcpReoPersist of them.
+// recoveryDone ends a recovery that was not undone, one that repaired
+// real losses: the widened window persists for tcpReoPersist of them
+// (Linux's tcp_try_undo_recovery). Needless recoveries do not wear it
+// down, or a path that reorders much would lose its window to the
+// recoveries its reordering causes.
 func (c *tcpConn) recoveryDone() {
 	if c.reoPersist > 0 {
 		c.reoPersist--
@@ -496,11 +510,131 @@ func (c *tcpConn) recoveryDone() {
 // first after its timeout, echoes a timestamp older than the episode's
 // first retransmission: the original segments got there (RFC 3522, as
 // Linux's tcp_packet_delayed).
-func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) {
+func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) bool {
 	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
 		l.stats.EifelUndos += uint64(c.undoEpisodes)
 		l.undo(c)
+		return true
 	}
+	return false
+}
+
+// ackUndo tries the undos an ACK that advanced SND.UNA allows, after
+// newAck: inRecovery, afterRTO and nxt (SND.NXT) tell where the
+// connection stood before it. A recovery that ended is undone by Eifel or
+// counted as one that repaired real losses; one that goes on may be
+// undone in part. After a timeout, Eifel tells a spurious one by its
+// timestamps, F-RTO without them.
+func (l *tcpLayer) ackUndo(c *tcpConn, f *TCPFields, inRecovery, afterRTO bool, nxt seqnum) {
+	switch {
+	case inRecovery && c.recovery:
+		l.partialUndo(c, f)
+	case inRecovery:
+		if !l.eifel(c, f) {
+			c.recoveryDone()
+		}
+	case afterRTO:
+		c.frto = false
+		if !l.eifel(c, f) && !c.tsOK {
+			l.frtoStart(c, nxt)
+		}
+	case c.frto:
+		// F-RTO step 3b: an ACK of data sent once, never resent after
+		// the timeout: the originals were only delayed. The undo ends
+		// the go-back-N too.
+		c.frto, c.sndNxt = false, c.frtoNxt
+		l.stats.FRTOUndos += uint64(c.undoEpisodes)
+		l.undo(c)
+	}
+}
+
+// frtoStart is F-RTO's step 2 (RFC 5682 §2.1), on the first ACK after a
+// timeout, which advanced SND.UNA to or past nxt (what go-back-N had
+// resent) but not to recover: rather than resend more, it sends up to
+// two new segments. If the next ACK acknowledges data sent before the
+// timeout, none of it was lost and the timeout was spurious (ackUndo);
+// a duplicate ACK says it was real, and go-back-N resumes (frtoDupAck). A
+// peer with timestamps has Eifel (RFC 3522) instead.
+func (l *tcpLayer) frtoStart(c *tcpConn, nxt seqnum) {
+	_, dataEnd, _ := l.sendQueue(c)
+	if !c.undoOn || c.sndUna.lt(nxt) || !c.sndUna.lt(c.recover) || !c.sndMax.lt(dataEnd) {
+		return // step 2a, or no new data to send: conventional recovery
+	}
+	c.frtoNxt = c.sndNxt
+	for i := 0; i < 2 && c.sndMax.lt(dataEnd) && c.sndMax.add(uint32(c.mss)).leq(c.sndUna.add(c.sndWnd)); i++ {
+		l.retransmitAt(c, c.sndMax) // new data at SND.MAX, past cwnd as step 2b allows
+	}
+	if c.sndMax == c.frtoNxt {
+		return
+	}
+	c.frto = true
+	c.sndNxt = c.sndMax // nothing more until the next ACK
+}
+
+// frtoDupAck is F-RTO's step 3 on a duplicate ACK after the new data. If
+// it SACKs data below recover, sent once before the timeout and not
+// resent since (the timeout cleared the scoreboard), the originals got
+// there and the timeout was spurious (the SACK-enhanced step 3b, RFC 5682
+// §3.1, as Linux's FLAG_ORIG_SACK_ACKED); otherwise it was real (step
+// 3a), and go-back-N resumes where it stood.
+func (l *tcpLayer) frtoDupAck(c *tcpConn) {
+	if !c.frto {
+		return
+	}
+	c.frto = false
+	if s := c.sackedRanges(); len(s) > 0 && s[0].l.lt(c.recover) {
+		c.sndNxt = c.frtoNxt
+		l.stats.FRTOUndos += uint64(c.undoEpisodes)
+		l.undo(c)
+		return
+	}
+	c.sndNxt = seqMax(c.frtoNxt, c.sndUna)
+}
+
+// partialUndo is Linux's tcp_try_undo_partial, for an ACK that advanced
+// SND.UNA in a recovery but not to its end. If the ACK answers the
+// original segments (packetDelayed), the hole was filled by a segment the
+// path only held back: the path reorders more than RACK's window allowed
+// for. While retransmissions are still out, this ACK deems nothing more
+// lost (rackHold; PRR still clocks out new data): each would be one more
+// needless retransmission. With none out, the reduction is undone and
+// the recovery ends. Only recoveries that RACK and PRR run: NewReno's has
+// resent SND.UNA's segment already.
+func (l *tcpLayer) partialUndo(c *tcpConn, f *TCPFields) {
+	if !c.prrOn || !c.undoOn || !c.packetDelayed(f) {
+		return
+	}
+	c.reordSeen = true
+	if c.rtxOut() {
+		c.rackHold = true
+		return
+	}
+	l.stats.PartialUndos += uint64(c.undoEpisodes)
+	l.undo(c)
+}
+
+// packetDelayed reports whether the ACK in f answers original segments
+// rather than the episode's retransmissions: none was sent yet (undoRtx
+// counts those not D-SACKed, and all D-SACKed ends the episode), or the
+// ACK echoes a timestamp from before the first (Linux's
+// tcp_packet_delayed).
+func (c *tcpConn) packetDelayed(f *TCPFields) bool {
+	if c.undoRtx == 0 {
+		return true
+	}
+	return c.undoTSOn && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0
+}
+
+// rtxOut reports whether a retransmission is still in flight: a range
+// last sent as one that the peer has neither acknowledged nor SACKed
+// (Linux's retrans_out).
+func (c *tcpConn) rtxOut() bool {
+	for _, e := range c.txRecs() {
+		if e.rtx && e.r.gt(c.sndUna) && c.unsacked(seqMax(e.l, c.sndUna), e.r) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // saveUndo remembers the window before a reduction (RFC 3708 §3.1,
@@ -532,6 +666,13 @@ func (l *tcpLayer) undo(c *tcpConn) {
 	c.cwnd = max(c.cwnd, c.undoCwnd)
 	c.ssthresh = max(c.ssthresh, c.undoSsthresh)
 	c.cubic = c.undoCubic
+	if c.undoSsthresh > c.undoCwnd {
+		// The reduction cut a slow start short, which resumes, and
+		// HyStart++ with it (as in Linux's CUBIC, which a loss does not
+		// end): left ended, the window would grow unchecked until a
+		// real loss stopped it.
+		c.hystart = hystartState{}
+	}
 	if c.recovery || c.sndNxt.lt(c.sndMax) {
 		c.recovery, c.dupAcks, c.prrOn = false, 0, false
 		c.recover = c.sndUna // a new loss may start a recovery at once

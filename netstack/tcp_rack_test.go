@@ -339,3 +339,76 @@ func TestTCPRTOBackoffEndsOnTimestamp(t *testing.T) {
 		t.Fatalf("rto %v after the ACK, stats %+v", time.Duration(c.rto), x.stats())
 	}
 }
+
+// tsAck is an ACK of ack with SACK blocks that echoes ecr.
+func tsAck(ack, ecr uint32, blocks ...TCPSACKBlock) seg {
+	s := ackSACK(ack, blocks...)
+	s.HasTimestamp, s.TSVal, s.TSEcr = true, 101, ecr
+	return s
+}
+
+// A recovery that reordering alone caused is undone in part, as Linux's
+// tcp_try_undo_partial does: a partial ACK that echoes a timestamp from
+// before the first retransmission says the hole was filled by a segment
+// the path held back. While a retransmission is still out, that ACK
+// deems nothing more lost; once none is, the reduction is undone and the
+// recovery ends, without waiting for the D-SACKs, which then still widen
+// the reordering window.
+func TestTCPPartialUndo(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
+	c.srtt, c.rttvar, c.rto = int64(10*time.Millisecond), int64(5*time.Millisecond), int64(time.Second)
+	c.minRTT = int64(10 * time.Millisecond)
+	sendFlight(x, c, app, 8) // segments 0-7
+	orig := x.l.tsNow(c)
+	x.advance(5 * time.Millisecond)
+	app.write(pattern(1460))
+	c.cwnd = 9 * 1460
+	x.kick(c) // segment 8, 5 ms later
+	if got := len(x.recv()); got != 1 {
+		t.Fatalf("%d segments sent, want 1", got)
+	}
+	x.advance(5 * time.Millisecond)
+	cwnd, ssthresh := c.cwnd, c.ssthresh
+
+	// Segments 0 and 2 held back: the SACKs of 1 and 3-6 make them lost
+	// (no reordering seen yet), and both go again.
+	x.send(tsAck(segSeq(0), orig, TCPSACKBlock{segSeq(3), segSeq(7)}, TCPSACKBlock{segSeq(1), segSeq(2)}))
+	if got := x.recv(); len(got) != 2 || got[0].Seq != segSeq(0) || got[1].Seq != segSeq(2) || !c.recovery {
+		t.Fatalf("recovery %v, sent %v; want segments 0 and 2 again", c.recovery, got)
+	}
+
+	// Segment 0's original fills its hole (the echo is older than the
+	// retransmission), and segment 8 is SACKed: RACK deems 7, sent 5 ms
+	// before it, lost, but segment 2's retransmission is out, and this
+	// ACK marks nothing.
+	x.advance(time.Millisecond)
+	x.send(tsAck(segSeq(2), orig, TCPSACKBlock{segSeq(8), segSeq(9)}, TCPSACKBlock{segSeq(3), segSeq(7)}))
+	x.expectNothing()
+	if seq, lost := x.l.rackLost(c); !lost || seq != seqnum(segSeq(7)) || !c.recovery || !c.reordSeen || x.stats().PartialUndos != 0 {
+		t.Fatalf("rack lost %v at %d, recovery %v, reordering seen %v, stats %+v", lost, seq, c.recovery, c.reordSeen, x.stats())
+	}
+
+	// Segments 2 and 7 arrive, originals too: no retransmission is out,
+	// and the reduction is undone.
+	x.send(tsAck(segSeq(8), orig, TCPSACKBlock{segSeq(8), segSeq(9)}))
+	x.expectNothing()
+	st := x.stats()
+	if c.recovery || c.cwnd < cwnd || c.ssthresh != ssthresh || st.PartialUndos != 1 || st.SpuriousUndos != 1 || st.Reductions != 1 || st.Retransmits != 2 {
+		t.Fatalf("recovery %v cwnd %d (was %d) ssthresh %d (was %d) stats %+v", c.recovery, c.cwnd, cwnd, c.ssthresh, ssthresh, st)
+	}
+	if c.cwnd >= c.ssthresh || c.hystart.done {
+		// The reduction came in slow start: slow start resumes, with
+		// HyStart++ to end it.
+		t.Fatalf("cwnd %d ssthresh %d, HyStart++ over %v", c.cwnd, c.ssthresh, c.hystart.done)
+	}
+
+	// The D-SACK for segment 0's retransmission comes after the undo: it
+	// widens the reordering window all the same, and undoes nothing more.
+	x.send(tsAck(segSeq(8), orig, TCPSACKBlock{segSeq(0), segSeq(1)}, TCPSACKBlock{segSeq(8), segSeq(9)}))
+	if st := x.stats(); c.reoMult != 2 || st.SpuriousUndos != 1 || st.DSACKsIn != 1 {
+		t.Fatalf("reo_wnd multiplier %d, stats %+v", c.reoMult, st)
+	}
+}

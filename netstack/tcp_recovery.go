@@ -45,7 +45,6 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 		} else {
 			l.ccRecovered(c, flight)
 		}
-		c.recoveryDone()
 	case c.recovery && c.prrOn:
 		// PRR sends what this ACK allows after it (rackCheck).
 	case c.recovery:
@@ -82,6 +81,7 @@ func (l *tcpLayer) newAck(c *tcpConn, ack seqnum) {
 // 3.2), window inflation after (RFC 6582 3.2 (4)).
 func (l *tcpLayer) dupAck(c *tcpConn) {
 	c.dupAcks++
+	l.frtoDupAck(c)
 	mss := uint32(c.mss)
 	if c.prrOn {
 		return // RACK and PRR run the recovery (rackCheck)

@@ -313,3 +313,64 @@ func TestTCPSpuriousRTOUndone(t *testing.T) {
 		t.Fatalf("cwnd %d (was %d) stats %+v", c.cwnd, cwnd, st)
 	}
 }
+
+// frtoFlight sends 4 segments to a peer without timestamps (Eifel cannot
+// judge the timeout), with 2 more queued, lets the RTO resend segment 0,
+// and ACKs that retransmission: F-RTO (RFC 5682) sends the 2 new
+// segments rather than segments 1 and 2 again.
+func frtoFlight(t *testing.T, x *tcpTest, sack bool) *tcpConn {
+	c, app := x.establish()
+	c.sackOK = sack
+	sendFlight(x, c, app, 4)
+	app.write(pattern(2 * 1460))
+	x.advance(time.Second)
+	if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(0) || c.cwnd != 1460 {
+		t.Fatalf("after the RTO: cwnd %d, sent %v", c.cwnd, got)
+	}
+	x.advance(10 * time.Millisecond)
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(1), 65535)})
+	if got := x.recv(); len(got) != 2 || got[0].Seq != segSeq(4) || got[1].Seq != segSeq(5) || !c.frto {
+		t.Fatalf("F-RTO %v, sent %v; want segments 4 and 5", c.frto, got)
+	}
+	return c
+}
+
+// The next ACK acknowledges segments 1 and 2, sent once before the
+// timeout: they were delayed, not lost, and the reduction is undone.
+func TestTCPFRTOSpurious(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c := frtoFlight(t, x, false)
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(3), 65535)})
+	x.expectNothing()
+	st := x.stats()
+	if c.frto || c.cwnd < 4*1460 || c.sndNxt != c.sndMax || st.FRTOUndos != 1 || st.SpuriousUndos != 1 || st.Retransmits != 1 {
+		t.Fatalf("F-RTO %v cwnd %d SND.NXT %d SND.MAX %d stats %+v", c.frto, c.cwnd, c.sndNxt, c.sndMax, st)
+	}
+}
+
+// A duplicate ACK instead says segment 1 was lost too: go-back-N resumes
+// from it, and the reduction stays.
+func TestTCPFRTOLoss(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c := frtoFlight(t, x, true)
+	x.send(ackSACK(segSeq(1), TCPSACKBlock{segSeq(4), segSeq(6)})) // the new segments only
+	if got := x.recv(); len(got) == 0 || got[0].Seq != segSeq(1) || c.frto || c.cwnd > 3*1460 || x.stats().FRTOUndos != 0 {
+		t.Fatalf("F-RTO %v cwnd %d, sent %v; want segment 1 again", c.frto, c.cwnd, got)
+	}
+}
+
+// With SACK, a duplicate ACK that SACKs segment 2, sent once before the
+// timeout and never since, shows the originals arrived: the timeout was
+// spurious too (RFC 5682 §3.1, step 3b) and is undone. Segment 1 is still
+// missing below a SACKed one: RACK takes it from there with a fast
+// recovery, as Linux does after such an undo.
+func TestTCPFRTOSpuriousSACK(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c := frtoFlight(t, x, true)
+	x.send(ackSACK(segSeq(1), TCPSACKBlock{segSeq(2), segSeq(3)}))
+	got := x.recv()
+	st := x.stats()
+	if c.frto || st.FRTOUndos != 1 || st.SpuriousUndos != 1 || !c.recovery || st.RACKRecoveries != 1 || len(got) == 0 || got[0].Seq != segSeq(1) {
+		t.Fatalf("F-RTO %v recovery %v, sent %v, stats %+v", c.frto, c.recovery, got, st)
+	}
+}
