@@ -269,3 +269,36 @@ func TestWriteHeadersEveryID(t *testing.T) {
 		t.Fatal("no ID gave a checksum of 0x0000")
 	}
 }
+
+// Text held out of order beyond the peer's FIN is void: the FIN says the
+// data ends there. A FIN in order, or one beyond a hole, drops what is held
+// past it, so nothing is SACKed or kept there (found by FuzzTCPLayer).
+func TestTCPFinDropsHeldBeyond(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	x.send(seg{TCPFields: fl(A, 5003, 1001, 65535), data: "past"}) // a hole at 5001-5002
+	x.send(seg{TCPFields: fl(FA, 5002, 1001, 65535)})              // FIN beyond the hole
+	if !c.finPend || len(c.ooo) != 0 {
+		t.Fatalf("FIN pending %v, ranges held %v", c.finPend, c.ooo)
+	}
+	x.recv()
+	x.send(seg{TCPFields: fl(A, 5001, 1001, 65535), data: "a"}) // the hole fills: the FIN is in
+	x.state(tcpCloseWait)
+	got := x.recv()
+	if len(app.in) != 1 || len(c.ooo) != 0 || len(got) != 1 || got[0].Ack != 5003 || got[0].NSACK != 0 {
+		t.Fatalf("app got %q, ranges %v, sent %v; want an ACK of 5003 without SACK", app.in, c.ooo, got)
+	}
+
+	// In order: the FIN at RCV.NXT with text held past it.
+	x = newTCPTest(t, tcpTestConfig())
+	c, _ = x.establish()
+	c.sackOK = true
+	x.send(seg{TCPFields: fl(A, 5002, 1001, 65535), data: "past"})
+	x.recv()
+	x.send(seg{TCPFields: fl(FA, 5001, 1001, 65535)})
+	x.state(tcpCloseWait)
+	if got := x.recv(); len(c.ooo) != 0 || len(got) != 1 || got[0].Ack != 5002 || got[0].NSACK != 0 {
+		t.Fatalf("ranges %v, sent %v; want an ACK of 5002 without SACK", c.ooo, got)
+	}
+}

@@ -476,6 +476,7 @@ func (l *tcpLayer) finArrived(c *tcpConn, fin seqnum) {
 	case fin.gt(c.rcvNxt):
 		// Beyond a hole: remember it; processed when the hole fills.
 		c.finPend, c.rcvFin = true, fin
+		c.dropHeldFrom(fin)
 		c.ackNow = true
 		return
 	case fin.lt(c.rcvNxt):
@@ -483,6 +484,7 @@ func (l *tcpLayer) finArrived(c *tcpConn, fin seqnum) {
 	}
 	// "advance RCV.NXT over the FIN, and send an acknowledgment for the FIN."
 	c.finRcvd, c.finPend, c.rcvFin = true, false, fin
+	c.dropHeldFrom(fin)
 	c.rcvNxt = fin.add(1)
 	c.ackNow = true
 	l.deliver(c, false)

@@ -115,6 +115,22 @@ func (l *tcpLayer) receive(c *tcpConn, seq seqnum, p []byte) {
 	l.deliver(c, false)
 }
 
+// dropHeldFrom forgets out-of-order data held at or beyond seq, where the
+// peer's FIN says its data ends: a peer that sent text past its own FIN
+// is confused or hostile, and what it sent there is void. Linux's tcp_fin
+// purges its out-of-order queue likewise.
+func (c *tcpConn) dropHeldFrom(seq seqnum) {
+	j := 0
+	for _, r := range c.ooo {
+		if r.l.lt(seq) {
+			r.r = seqMin(r.r, seq)
+			c.ooo[j] = r
+			j++
+		}
+	}
+	c.ooo = c.ooo[:j]
+}
+
 // touchesAny reports whether r overlaps or touches one of the ranges rs,
 // so that adding it needs no new range.
 func touchesAny(rs []tcpRange, r tcpRange) bool {
