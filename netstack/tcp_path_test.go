@@ -371,11 +371,15 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 // ends at a larger window and the bursts differ again: 0 and 4
 // reductions (3 undone in part), 0 and 5 retransmissions. In a sweep of
 // this model over seeds and poll periods partial undo moved the totals by
-// a few percent either way; the lab's figures are in docs/benchmarks.md.
+// a few percent either way. A retransmission within the clock tick of the
+// transmission it repeats then took an ACK echoing that tick for its own
+// delivery (rackDelivered), and RACK deemed lost what was sent between
+// the two; taken for the earlier one's: 0 and 1 reductions, 0 and 1
+// retransmissions.
 // Counts are exact (the path and the clock are deterministic): a
 // change that moves them should say why.
 func TestTCPPathReorder(t *testing.T) {
-	want := []struct{ reductions, partial, retransmits uint64 }{{0, 0, 0}, {4, 3, 5}}
+	want := []struct{ reductions, partial, retransmits uint64 }{{0, 0, 0}, {1, 0, 1}}
 	for seed := uint64(1); seed <= 2; seed++ {
 		n := newPath(t, 50*time.Microsecond, 0, seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
 		n.ab.rate, n.ab.queue = 250e6, 4096

@@ -14,6 +14,10 @@ type tcpTxRec struct {
 	l, r seqnum
 	at   int64
 	rtx  bool // a retransmission: an ACK for it may be the original's
+	// The TSval of the transmission this retransmission repeats (the
+	// latest, if it repeats several), when the ring still knew it.
+	prevOK bool
+	prevTS uint32
 }
 
 // tcpTxRingBuf is what a connection with data in flight borrows from the
@@ -86,7 +90,7 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 			}
 			c.ntx = uint8(n)
 		}
-		c.tx.rec[n] = tcpTxRec{lo, hi, at, rtx}
+		c.tx.rec[n] = tcpTxRec{l: lo, r: hi, at: at, rtx: rtx}
 		c.ntx++
 		return
 	}
@@ -95,23 +99,31 @@ func (l *tcpLayer) txStamp(c *tcpConn, lo, hi seqnum, at int64, rtx bool) {
 	var t [tcpTxRing + 2]tcpTxRec
 	k := 0
 	placed := false
+	nr := tcpTxRec{l: lo, r: hi, at: at, rtx: rtx}
+	for _, e := range c.tx.rec[:n] {
+		if e.r.gt(lo) && e.l.lt(hi) {
+			nr.prevTS, nr.prevOK = laterTS(nr.prevTS, nr.prevOK, c.tsAt(e.at)), true
+		}
+	}
 	for _, e := range c.tx.rec[:n] {
 		if e.l.lt(lo) {
-			t[k] = tcpTxRec{e.l, seqMin(e.r, lo), e.at, e.rtx}
+			t[k] = e
+			t[k].r = seqMin(e.r, lo)
 			k++
 		}
 		if !placed && !e.r.lt(lo) {
-			t[k] = tcpTxRec{lo, hi, at, rtx}
+			t[k] = nr
 			k++
 			placed = true
 		}
 		if e.r.gt(hi) {
-			t[k] = tcpTxRec{seqMax(e.l, hi), e.r, e.at, e.rtx}
+			t[k] = e
+			t[k].l = seqMax(e.l, hi)
 			k++
 		}
 	}
 	if !placed {
-		t[k] = tcpTxRec{lo, hi, at, rtx}
+		t[k] = nr
 		k++
 	}
 	if k > tcpTxRing {
@@ -157,6 +169,9 @@ func mergeClosest(recs []tcpTxRec) {
 	}
 	a, b := &recs[best], recs[best+1]
 	a.r, a.at, a.rtx = b.r, max(a.at, b.at), a.rtx || b.rtx
+	if b.prevOK {
+		a.prevTS, a.prevOK = laterTS(a.prevTS, a.prevOK, b.prevTS), true
+	}
 	copy(recs[best+1:], recs[best+2:])
 }
 
@@ -195,10 +210,15 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 			continue
 		}
 		rtt := l.now - e.at
-		if e.rtx && (rtt < c.minRTT || ecr != 0 && int32(ecr-(uint32(e.at/1e6)+c.tsOff)) < 0) {
+		if e.rtx && (rtt < c.minRTT || ecr != 0 && (int32(ecr-c.tsAt(e.at)) < 0 || e.prevOK && int32(ecr-e.prevTS) <= 0)) {
 			// Step 2: "the ACK is likely for the original transmission
 			// ... ignore this segment". Taken for the retransmission's,
-			// it would make RACK deem lost all sent before it.
+			// it would make RACK deem lost all sent before it. The
+			// timestamp clock ticks in ms, and a retransmission often
+			// leaves within the tick of the transmission it repeats: an
+			// echo no newer than that one's TSval may answer either, and
+			// the shard's own poll delay in the RTT hides the min_RTT
+			// test's answer, so the ACK counts as the earlier one's.
 			continue
 		}
 		end := seqMin(e.r, hi)
@@ -212,6 +232,17 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 			c.hystartSample(rtt)
 		}
 	}
+}
+
+// tsAt is the TSval c sent, or would send, at time at (tsNow).
+func (c *tcpConn) tsAt(at int64) uint32 { return uint32(at/1e6) + c.tsOff }
+
+// laterTS returns the later of two TSvals, a known one over an unknown.
+func laterTS(a uint32, aOK bool, b uint32) uint32 {
+	if aOK && int32(a-b) > 0 {
+		return a
+	}
+	return b
 }
 
 // rackAck feeds the ACK in f to RACK: the bytes it acknowledges

@@ -277,8 +277,8 @@ func TestTCPRACKMergeClosest(t *testing.T) {
 	late := start + 1000
 	x.l.txStamp(c, seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing+1)), late, false)
 	merged, newest := c.tx.rec[5], c.tx.rec[tcpTxRing-1]
-	if c.ntx != tcpTxRing || merged != (tcpTxRec{seqnum(segSeq(5)), seqnum(segSeq(7)), sent(6), false}) ||
-		newest != (tcpTxRec{seqnum(segSeq(tcpTxRing)), seqnum(segSeq(tcpTxRing + 1)), late, false}) {
+	if c.ntx != tcpTxRing || merged != (tcpTxRec{l: seqnum(segSeq(5)), r: seqnum(segSeq(7)), at: sent(6)}) ||
+		newest != (tcpTxRec{l: seqnum(segSeq(tcpTxRing)), r: seqnum(segSeq(tcpTxRing + 1)), at: late}) {
 		t.Fatalf("%d records: merged %+v, newest %+v", c.ntx, merged, newest)
 	}
 	x.l.now = late + int64(time.Millisecond)
@@ -410,5 +410,55 @@ func TestTCPPartialUndo(t *testing.T) {
 	x.send(tsAck(segSeq(8), orig, TCPSACKBlock{segSeq(0), segSeq(1)}, TCPSACKBlock{segSeq(8), segSeq(9)}))
 	if st := x.stats(); c.reoMult != 2 || st.SpuriousUndos != 1 || st.DSACKsIn != 1 {
 		t.Fatalf("reo_wnd multiplier %d, stats %+v", c.reoMult, st)
+	}
+}
+
+// A retransmission sent within the clock tick (1 ms) of its original
+// cannot be told from it by the echoed timestamp. An ACK that echoes that
+// tick may answer the original, held back by the path, and does not count
+// as the retransmission's delivery even when it comes later than min_RTT
+// after it (a shard's own poll delay is in that RTT): taken for it, RACK
+// deemed lost the segments sent between the two, still in flight.
+func TestTCPRACKSameTickEcho(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
+	c.srtt, c.rttvar, c.rto = int64(200*time.Microsecond), int64(100*time.Microsecond), int64(time.Second)
+	c.minRTT = int64(100 * time.Microsecond)
+	c.cwnd = 10 * 1460
+	tick := x.l.tsNow(c)
+	send := func(i int) {
+		app.write(pattern(1460))
+		x.kick(c)
+		if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(i) {
+			t.Fatalf("sent %v, want segment %d", got, i)
+		}
+	}
+	send(0)
+	x.advance(100 * time.Microsecond)
+	send(1)
+	x.advance(100 * time.Microsecond)
+	send(2)
+	x.advance(50 * time.Microsecond)
+
+	// Segment 1 is SACKed 150 µs after it went: segment 0, sent 100 µs
+	// before it, is deemed lost and goes again, in the same tick.
+	x.send(tsAck(segSeq(0), tick, TCPSACKBlock{segSeq(1), segSeq(2)}))
+	if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(0) || got[0].TSVal != tick {
+		t.Fatalf("sent %v, want segment 0 again with TSval %d", got, tick)
+	}
+
+	// Segment 0's original fills the hole; its ACK comes 350 µs after the
+	// retransmission and echoes the tick both share. Segment 2 is still
+	// in flight and must not be deemed lost.
+	x.advance(350 * time.Microsecond)
+	x.send(tsAck(segSeq(2), tick))
+	x.expectNothing()
+	if seq, lost := x.l.rackLost(c); lost {
+		t.Fatalf("RACK deems lost from %d", seq)
+	}
+	if st := x.stats(); st.Retransmits != 1 || st.RACKLost != 1 {
+		t.Fatalf("stats %+v, want 1 retransmission, 1 RACK loss", st)
 	}
 }
