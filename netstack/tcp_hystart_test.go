@@ -59,6 +59,28 @@ func TestTCPHyStartPlusPlus(t *testing.T) {
 	}
 }
 
+// ssClock drives slow start by hand, as its ACK clock would: each step
+// lets d pass and acknowledges one more segment while two more go out.
+type ssClock struct {
+	x   *tcpTest
+	c   *tcpConn
+	ack seqnum
+}
+
+func (s *ssClock) step(d time.Duration) {
+	mss := uint32(s.c.mss)
+	s.x.l.now += int64(d)
+	s.ack = s.ack.add(mss)
+	s.c.sndMax = s.c.sndMax.add(2 * mss)
+	s.x.l.slowStart(s.c, s.ack, mss)
+}
+
+// round acknowledges the round's end: the next round begins.
+func (s *ssClock) round() {
+	s.ack = s.c.hystart.roundEnd
+	s.step(0)
+}
+
 // The ACK train (Linux's CUBIC): at 16 segments or more, ACKs that come
 // back to back (2 ms apart at most) from the start of a round for more
 // than half the minimum RTT end slow start at cwnd; a gap of more than
@@ -68,31 +90,22 @@ func TestTCPHyStartACKTrain(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	c, _ := rackFlight(x, 4) // minRTT 10 ms: the train must run past 5 ms
 	mss := uint32(c.mss)
-	ack := c.sndUna
-	step := func(d time.Duration) {
-		x.l.now += int64(d)
-		ack = ack.add(mss)
-		c.sndMax = c.sndMax.add(2 * mss)
-		x.l.slowStart(c, ack, mss)
-	}
-	round := func() {
-		ack = c.hystart.roundEnd
-		step(0)
-	}
+	s := &ssClock{x: x, c: c, ack: c.sndUna}
+	step := s.step
 	c.cwnd = 8 * mss
-	x.l.slowStart(c, ack, mss) // the round begins
+	x.l.slowStart(c, s.ack, mss) // the round begins
 	for i := 0; i < 8; i++ {
 		step(time.Millisecond) // below 16 segments: grows on past 5 ms
 	}
 	if c.hystart.done || c.cwnd != 17*mss {
 		t.Fatalf("cwnd %d segments, hystart %+v", c.cwnd/mss, c.hystart)
 	}
-	round()
+	s.round()
 	step(3 * time.Millisecond) // the train breaks
 	for i := 0; i < 6; i++ {
 		step(time.Millisecond)
 	}
-	round()
+	s.round()
 	step(2 * time.Millisecond)
 	step(2 * time.Millisecond)
 	step(time.Millisecond) // 5 ms of train: not past half the RTT
@@ -115,15 +128,10 @@ func TestTCPHyStartShortPath(t *testing.T) {
 	c, _ := rackFlight(x, 4)
 	c.srtt, c.minRTT = int64(100*time.Microsecond), int64(100*time.Microsecond)
 	mss := uint32(c.mss)
-	ack := c.sndUna
-	step := func(d time.Duration) {
-		x.l.now += int64(d)
-		ack = ack.add(mss)
-		c.sndMax = c.sndMax.add(2 * mss)
-		x.l.slowStart(c, ack, mss)
-	}
+	s := &ssClock{x: x, c: c, ack: c.sndUna}
+	step := s.step
 	c.cwnd = 20 * mss
-	x.l.slowStart(c, ack, mss) // the round begins
+	x.l.slowStart(c, s.ack, mss) // the round begins
 	for i := 0; i < 10; i++ {
 		step(10 * time.Microsecond)
 	}
@@ -131,8 +139,7 @@ func TestTCPHyStartShortPath(t *testing.T) {
 		t.Fatalf("slow start ended at %d segments after 100 µs of train", c.cwnd/mss)
 	}
 	c.cwnd = 200 * mss
-	ack = c.hystart.roundEnd
-	step(0) // the next round
+	s.round()
 	for i := 0; i < 8; i++ {
 		step(10 * time.Microsecond)
 	}

@@ -340,6 +340,18 @@ func TestTCPRTOBackoffEndsOnTimestamp(t *testing.T) {
 	}
 }
 
+// tsConn establishes a SACK connection with timestamps (TS.Recent 100,
+// offset 50), an RTT of srtt measured (half as much variation, RTO 1 s)
+// and a minimum RTT of minRTT.
+func tsConn(x *tcpTest, srtt, minRTT time.Duration) (*tcpConn, *testApp) {
+	c, app := x.establish()
+	c.sackOK = true
+	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
+	c.srtt, c.rttvar, c.rto = int64(srtt), int64(srtt/2), int64(time.Second)
+	c.minRTT = int64(minRTT)
+	return c, app
+}
+
 // tsAck is an ACK of ack with SACK blocks that echoes ecr.
 func tsAck(ack, ecr uint32, blocks ...TCPSACKBlock) seg {
 	s := ackSACK(ack, blocks...)
@@ -356,11 +368,7 @@ func tsAck(ack, ecr uint32, blocks ...TCPSACKBlock) seg {
 // the reordering window.
 func TestTCPPartialUndo(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := x.establish()
-	c.sackOK = true
-	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
-	c.srtt, c.rttvar, c.rto = int64(10*time.Millisecond), int64(5*time.Millisecond), int64(time.Second)
-	c.minRTT = int64(10 * time.Millisecond)
+	c, app := tsConn(x, 10*time.Millisecond, 10*time.Millisecond)
 	sendFlight(x, c, app, 8) // segments 0-7
 	orig := x.l.tsNow(c)
 	x.advance(5 * time.Millisecond)
@@ -421,11 +429,7 @@ func TestTCPPartialUndo(t *testing.T) {
 // deemed lost the segments sent between the two, still in flight.
 func TestTCPRACKSameTickEcho(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := x.establish()
-	c.sackOK = true
-	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
-	c.srtt, c.rttvar, c.rto = int64(200*time.Microsecond), int64(100*time.Microsecond), int64(time.Second)
-	c.minRTT = int64(100 * time.Microsecond)
+	c, app := tsConn(x, 200*time.Microsecond, 100*time.Microsecond)
 	c.cwnd = 10 * 1460
 	tick := x.l.tsNow(c)
 	send := func(i int) {
