@@ -128,22 +128,26 @@ http {
 CONF
 }
 
-# get URL SIZE: one download in the client namespace; sets t (seconds) or
-# fails the script when the bytes differ.
+# get URL SIZE: one download in the client namespace; sets t (seconds) and
+# cpu (the whole machine's busy CPU-seconds meanwhile: sender, bridge and
+# curl share the CPUs, so this is the fairer figure when they are all busy),
+# or fails the script when the bytes differ.
 get() {
-	local out=$dir/got
+	local out=$dir/got b0
 	rm -f "$out"
+	b0=$(busy)
 	t=$(ip netns exec "$cli" curl -fsS --max-time "$PER_GET" -o "$out" -w '%{time_total}' "$1") || {
 		echo "impaired-vs-kernel: $1 failed" >&2
 		return 1
 	}
+	cpu=$(awk -v d=$(($(busy) - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", d/hz}')
 	[[ $(sha256sum <"$out" | cut -d' ' -f1) == "${sum[$2]}" ]] || {
 		echo "impaired-vs-kernel: $1: the bytes differ" >&2
 		return 1
 	}
 }
 
-declare -A res
+declare -A res cpus
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -196,7 +200,8 @@ for path in "${paths[@]}"; do
 			for i in 0 1; do
 				get "${urls[i]}/f$s" "$s"
 				res[$name,$s,$i]+="$t "
-				echo "$name, $s MiB, round $r: $([[ $i == 0 ]] && echo nginx || echo percore) $t s" >&2
+				cpus[$name,$s,$i]+="$cpu "
+				echo "$name, $s MiB, round $r: $([[ $i == 0 ]] && echo nginx || echo percore) $t s, $cpu CPU-s" >&2
 			done
 		done
 	done
@@ -207,14 +212,18 @@ done
 echo
 echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC), one file,"
 echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
+echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
 echo
-echo "| path | size | nginx (Linux) s | percore native s | percore/Linux |"
-echo "|---|---:|---:|---:|---:|"
+echo "| path | size | nginx (Linux) s | percore native s | percore/Linux | nginx CPU-s | percore CPU-s | percore/Linux |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	for s in "${sizes[@]}"; do
 		a=$(median <<<"${res[$name,$s,0]}")
 		b=$(median <<<"${res[$name,$s,1]}")
-		printf '| %s (`%s`) | %d MiB | %.2f | %.2f | %.2fx |\n' "$name" "$spec" "$s" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')"
+		ca=$(median <<<"${cpus[$name,$s,0]}")
+		cb=$(median <<<"${cpus[$name,$s,1]}")
+		printf '| %s (`%s`) | %d MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n' "$name" "$spec" "$s" "$a" "$b" \
+			"$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')" "$ca" "$cb" "$(awk -v a="$ca" -v b="$cb" 'BEGIN{print (a > 0 ? b/a : 0)}')"
 	done
 done
