@@ -51,7 +51,6 @@ type nclient struct {
 	// when they could have gone.
 	maxOut int
 	paced  bool // slots wait on retry for --connect-rate: its timer wakes the shard
-	down   bool // the run is over and every connection reset
 	seqOff int
 	reqLen int
 
@@ -706,6 +705,14 @@ func (c *nclient) runAborts() { runAborts(&c.stackSide, c.conns, (*nconn).tcb) }
 // tcb is the slot's TCP connection: its handle, and whether a TCB holds it.
 func (nc *nconn) tcb() (netstack.TCPHandle, bool) { return nc.h, nc.live }
 
+// fail marks the slot failed at the end of the run and returns its TCB.
+func (nc *nconn) fail() (netstack.TCPHandle, bool) {
+	if nc.live {
+		nc.failed = true
+	}
+	return nc.tcb()
+}
+
 // released is TCP's Release of slot nc's connection: closed, reset, timed
 // out or in TIME-WAIT. A connection that ends unasked is counted (a reset
 // with requests in flight, or a handshake that failed); the slot gives back
@@ -785,18 +792,4 @@ func (c *nclient) tick() {
 
 // shutdown resets every connection still open (the run is over) and
 // flushes the resets. Once.
-func (c *nclient) shutdown(now time.Time) {
-	if c.down {
-		return
-	}
-	c.down = true
-	c.nowT = now
-	for i := range c.conns {
-		nc := &c.conns[i]
-		if nc.live {
-			nc.failed = true
-			c.stack.AbortTCP(now, c.link, nc.h)
-		}
-	}
-	c.stack.Poll(now, c.link)
-}
+func (c *nclient) shutdown(now time.Time) { resetAll(&c.stackSide, now, c.conns, (*nconn).fail) }

@@ -20,6 +20,7 @@ type stackSide struct {
 	aborts  []int32   // connections to reset at the next step, outside the TCP layer (a failure found inside Feed)
 	inStack bool      // inside Stack.Poll: TCP sends what the apps queue, no wake needed
 	woke    bool      // a connection was woken outside Stack.Poll: poll again before sleeping
+	down    bool      // the run is over and every connection reset (resetAll)
 }
 
 // wake makes the next Poll send h's output (or its FIN); inside the Poll
@@ -29,6 +30,22 @@ func (s *stackSide) wake(h netstack.TCPHandle) {
 		s.stack.WakeTCP(h)
 		s.woke = true
 	}
+}
+
+// resetAll ends the run, once: every slot is marked failed (fail, which
+// returns the slot's TCB and whether it holds one), every connection a TCB
+// still holds is reset, and the resets are flushed.
+func resetAll[C any](s *stackSide, now time.Time, conns []C, fail func(*C) (netstack.TCPHandle, bool)) {
+	if s.down {
+		return
+	}
+	s.down, s.nowT = true, now
+	for i := range conns {
+		if h, live := fail(&conns[i]); live {
+			s.stack.AbortTCP(now, s.link, h)
+		}
+	}
+	s.stack.Poll(now, s.link)
 }
 
 // runAborts resets the connections in s.aborts (indices into conns) that a

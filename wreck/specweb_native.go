@@ -30,8 +30,6 @@ type nswclient struct {
 	connecting []int32   // users whose handshake is under way (or was: checkConnecting removes them)
 	scan       int       // where checkConnecting goes on in connecting
 	rbuf       []byte    // a carried head joined with the bytes after it
-
-	down bool // the run is over and every connection reset
 }
 
 // nswConn is one user's connection: the TCPApp of the TCB it holds (live).
@@ -222,6 +220,16 @@ func (c *nswclient) runAborts() { runAborts(&c.stackSide, c.conns, (*nswConn).tc
 // tcb is the user's TCP connection: its handle, and whether a TCB holds it.
 func (nc *nswConn) tcb() (netstack.TCPHandle, bool) { return nc.h, nc.live }
 
+// fail ends the user's connection at the end of the run (no dial after it)
+// and returns its TCB.
+func (nc *nswConn) fail() (netstack.TCPHandle, bool) {
+	nc.dialing = false
+	if nc.live {
+		nc.failed = true
+	}
+	return nc.tcb()
+}
+
 // released is TCP's Release of a user's connection: closed, reset, timed
 // out or in TIME-WAIT. One that ends unasked is the user's error (a
 // handshake that failed, a reset under a request), or, idle, the end of
@@ -314,19 +322,4 @@ func (c *nswclient) tick() {
 
 // shutdown implements nApp: every connection still open is reset and the
 // resets flushed. Once.
-func (c *nswclient) shutdown(now time.Time) {
-	if c.down {
-		return
-	}
-	c.down = true
-	c.nowT = now
-	for i := range c.conns {
-		nc := &c.conns[i]
-		nc.dialing = false
-		if nc.live {
-			nc.failed = true
-			c.stack.AbortTCP(now, c.link, nc.h)
-		}
-	}
-	c.stack.Poll(now, c.link)
-}
+func (c *nswclient) shutdown(now time.Time) { resetAll(&c.stackSide, now, c.conns, (*nswConn).fail) }
