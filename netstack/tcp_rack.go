@@ -542,7 +542,7 @@ func (c *tcpConn) recoveryDone() {
 // first retransmission: the original segments got there (RFC 3522, as
 // Linux's tcp_packet_delayed).
 func (l *tcpLayer) eifel(c *tcpConn, f *TCPFields) bool {
-	if c.undoOn && c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0 {
+	if c.undoOn && c.echoPredatesRtx(f) {
 		l.stats.EifelUndos += uint64(c.undoEpisodes)
 		l.undo(c)
 		return true
@@ -650,10 +650,14 @@ func (l *tcpLayer) partialUndo(c *tcpConn, f *TCPFields) {
 // ACK echoes a timestamp from before the first (Linux's
 // tcp_packet_delayed).
 func (c *tcpConn) packetDelayed(f *TCPFields) bool {
-	if c.undoRtx == 0 {
-		return true
-	}
-	return c.undoTSOn && c.tsOK && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0
+	return c.undoRtx == 0 || c.echoPredatesRtx(f)
+}
+
+// echoPredatesRtx reports whether the ACK in f echoes a timestamp from
+// before the episode's first retransmission (undoTS is kept only on
+// connections with timestamps).
+func (c *tcpConn) echoPredatesRtx(f *TCPFields) bool {
+	return c.undoTSOn && f.HasTimestamp && f.TSEcr != 0 && int32(f.TSEcr-c.undoTS) < 0
 }
 
 // rtxOut reports whether a retransmission is still in flight: a range
