@@ -12,6 +12,16 @@
 #   sudo TCP_CC=newreno ONLY=delay bench/impaired-vs-kernel.sh # percore's --tcp-cc; paths whose name contains ONLY
 #   sudo ONLY='loss 1%' bench/impaired-vs-kernel.sh  # a name given whole: that path alone
 #   sudo LINUX_CC=host bench/impaired-vs-kernel.sh   # nginx on the host's default (e.g. bbr)
+#   sudo BASE=50253eb ONLY='loss 1%' bench/impaired-vs-kernel.sh # before/after: httpd at BASE and at the work tree
+#
+# BASE=<commit> builds httpd at that commit (in a git worktree under the
+# run's temporary directory, removed on exit) as well as at the work tree,
+# and each round downloads from nginx, percore at BASE, percore at the work
+# tree (head), in that order; the table adds head/base and head/Linux
+# ratios. Two native servers cannot share the lab's one queue, so each
+# download from percore starts its build afresh, waits until it answers,
+# and makes one untimed warm-up download (it fills httpd's file cache)
+# before the timed one.
 #
 # By default nginx's connections use the same congestion control as
 # percore's (cubic, or reno for newreno), set on the lab's route (ip route
@@ -36,6 +46,7 @@ ROUNDS=${ROUNDS:-3}
 LARGE=${LARGE:-0}
 TCP_CC=${TCP_CC:-cubic}
 ONLY=${ONLY:-}
+BASE=${BASE:-}
 LINUX_CC=${LINUX_CC:-}
 if [[ -z $LINUX_CC ]]; then
 	LINUX_CC=$TCP_CC
@@ -43,10 +54,16 @@ if [[ -z $LINUX_CC ]]; then
 fi
 PER_GET=${PER_GET:-300} # seconds a download may take before it counts as failed
 
-[[ $(id -u) == 0 ]] || { echo "impaired-vs-kernel: needs root (namespaces, XDP, AF_XDP)" >&2; exit 2; }
-for tool in nginx curl sha256sum ip ethtool go; do
-	command -v "$tool" >/dev/null || { echo "impaired-vs-kernel: $tool not found; apt-get install nginx curl iproute2 ethtool" >&2; exit 2; }
-done
+cd "$(dirname "$0")/.."
+root=$PWD
+source bench/lib.sh
+need_root impaired-vs-kernel "namespaces, XDP, AF_XDP"
+tools=(nginx curl sha256sum ip ethtool go)
+[[ -z $BASE ]] || tools+=(git)
+need_tools impaired-vs-kernel "apt-get install nginx curl iproute2 ethtool" "${tools[@]}"
+if [[ -n $BASE ]]; then
+	base_rev=$(git rev-parse --verify -q "$BASE^{commit}") || { echo "impaired-vs-kernel: BASE=$BASE is not a commit" >&2; exit 2; }
+fi
 
 paths=(
 	"full mix|loss=5%,reorder=10%,duplicate=1%,corrupt=0.1%,delay=1ms,seed=1"
@@ -72,34 +89,27 @@ fi
 sizes=(16)
 ((LARGE)) && sizes+=(64)
 
+# The senders of each round, in order; a percore build is head (the work
+# tree) or base.
+senders=(nginx head)
+[[ -z $BASE ]] || senders=(nginx base head)
+
 id=$$
 prefix=pi$((id % 100000))
 dir=$(mktemp -d /tmp/percore-ivk.XXXXXX)
-pids=()
-stop_all() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	pids=()
-}
-cleanup() {
-	stop_all
-	rm -rf "$dir"
-	return 0
-}
-trap cleanup EXIT
+cleanup_more() { [[ -z $BASE ]] || git -C "$root" worktree remove --force "$dir/base" 2>/dev/null; }
+clean_on_exit "$dir"
 
-cd "$(dirname "$0")/.."
-source bench/lib.sh
-go build -o "$dir/httpd" ./cmd/httpd
+if [[ -n $BASE ]]; then
+	git worktree add -q --detach "$dir/base" "$base_rev"
+	(cd "$dir/base" && go build -o "$dir/httpd-base" ./cmd/httpd)
+fi
+go build -o "$dir/httpd-head" ./cmd/httpd
 go build -o "$dir/lab" ./cmd/lab
 
 chmod 755 "$dir" # nginx workers run as an unprivileged user
 mkdir -p "$dir/www"
+declare -A sum
 for s in "${sizes[@]}"; do
 	head -c $((s << 20)) /dev/urandom >"$dir/www/f$s"
 	sum[$s]=$(sha256sum <"$dir/www/f$s" | cut -d' ' -f1)
@@ -128,6 +138,42 @@ http {
 CONF
 }
 
+# start_httpd BUILD: the httpd built at BUILD (head or base) on the native
+# stack, answering for the lab's .1; on pids, and in httpd_pid.
+start_httpd() {
+	ip netns exec "$srvns" "$dir/httpd-$1" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
+		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 2>>"$dir/$1.log" &
+	httpd_pid=$!
+	pids+=("$httpd_pid")
+}
+
+# stop_httpd: stop httpd_pid and wait for it (it detaches its XDP program
+# on the way out), so that the next build finds the queue free.
+stop_httpd() {
+	local p rest=()
+	kill -TERM "$httpd_pid" 2>/dev/null || true
+	wait "$httpd_pid" 2>/dev/null || true
+	for p in "${pids[@]}"; do
+		[[ $p == "$httpd_pid" ]] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+}
+
+# answers URL LOG...: wait until URL answers in the client namespace, or
+# fail the script showing the LOGs.
+answers() {
+	local u=$1
+	shift
+	for _ in $(seq 100); do
+		ip netns exec "$cli" curl -fs --max-time 1 -o /dev/null -I "$u/f${sizes[0]}" && return 0
+		sleep 0.1
+	done
+	ip netns exec "$cli" curl -fsS --max-time 2 -o /dev/null -I "$u/f${sizes[0]}" && return 0
+	echo "impaired-vs-kernel: $u does not answer" >&2
+	cat "$@" >&2
+	exit 1
+}
+
 # get URL SIZE: one download in the client namespace; sets t (seconds) and
 # cpu (the whole machine's busy CPU-seconds meanwhile: sender, bridge and
 # curl share the CPUs, so this is the fairer figure when they are all busy),
@@ -147,7 +193,19 @@ get() {
 	}
 }
 
-declare -A res cpus
+# ratio A B: A/B, or 0 when B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{print (b > 0 ? a/b : 0)}'; }
+
+# label SENDER: the sender's name in the progress lines.
+label() {
+	case $1 in
+	nginx) echo nginx ;;
+	head) [[ -z $BASE ]] && echo percore || echo percore head ;;
+	base) echo percore base ;;
+	esac
+}
+
+declare -A res cpus url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -176,54 +234,71 @@ for path in "${paths[@]}"; do
 		linux_cc=$LINUX_CC
 	fi
 	nginx_conf "$ip3"
+	url=([nginx]="http://$ip3:8082" [head]="http://$ip1:8080" [base]="http://$ip1:8080")
 
-	ip netns exec "$srvns" "$dir/httpd" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
-		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 2>"$dir/native.log" &
-	pids+=($!)
+	# Without BASE the one httpd serves the whole path; with it each
+	# download from percore starts its build (below).
+	[[ -n $BASE ]] || start_httpd head
 	ip netns exec "$srvns" nginx -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -g 'daemon off;' &
 	pids+=($!)
-	urls=("http://$ip3:8082" "http://$ip1:8080")
-	for u in "${urls[@]}"; do # wait until each answers
-		for _ in $(seq 100); do
-			ip netns exec "$cli" curl -fs --max-time 1 -o /dev/null -I "$u/f${sizes[0]}" && break
-			sleep 0.1
-		done
-		ip netns exec "$cli" curl -fsS --max-time 2 -o /dev/null -I "$u/f${sizes[0]}" || {
-			echo "impaired-vs-kernel: $u does not answer" >&2
-			cat "$dir/native.log" "$dir/nginx/logs/error.log" >&2
-			exit 1
-		}
-	done
+	answers "${url[nginx]}" "$dir/nginx/logs/error.log"
+	[[ -n $BASE ]] || answers "${url[head]}" "$dir/head.log"
 
 	for s in "${sizes[@]}"; do
 		for r in $(seq "$ROUNDS"); do
-			for i in 0 1; do
-				get "${urls[i]}/f$s" "$s"
-				res[$name,$s,$i]+="$t "
-				cpus[$name,$s,$i]+="$cpu "
-				echo "$name, $s MiB, round $r: $([[ $i == 0 ]] && echo nginx || echo percore) $t s, $cpu CPU-s" >&2
+			for sender in "${senders[@]}"; do
+				if [[ -n $BASE && $sender != nginx ]]; then
+					start_httpd "$sender"
+					answers "${url[$sender]}" "$dir/$sender.log"
+					get "${url[$sender]}/f$s" "$s" # warm-up, untimed
+				fi
+				get "${url[$sender]}/f$s" "$s"
+				[[ -z $BASE || $sender == nginx ]] || stop_httpd
+				res[$name,$s,$sender]+="$t "
+				cpus[$name,$s,$sender]+="$cpu "
+				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s" >&2
 			done
 		done
 	done
-	stop_all # servers, then the lab (which prints the bridge's counters)
+	stop_pids # servers, then the lab (which prints the bridge's counters)
 	echo "$name: bridge $(tail -n 2 "$dir/lab.out" | tr '\n' ' ')" >&2
 done
 
 echo
-echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC), one file,"
-echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
+if [[ -z $BASE ]]; then
+	echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC), one file,"
+	echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
+else
+	echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC) built at base"
+	echo "$(git rev-parse --short "$base_rev") and at head $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + work tree'), one file, curl in the client namespace,"
+	echo "$ROUNDS interleaved rounds (nginx, base, head; each httpd started afresh, one untimed warm-up"
+	echo "download), medians; every download sha256-checked."
+fi
 echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
 echo
-echo "| path | size | nginx (Linux) s | percore native s | percore/Linux | nginx CPU-s | percore CPU-s | percore/Linux |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+if [[ -z $BASE ]]; then
+	echo "| path | size | nginx (Linux) s | percore native s | percore/Linux | nginx CPU-s | percore CPU-s | percore/Linux |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+else
+	echo "| path | size | nginx (Linux) s | base s | head s | head/base | head/Linux | nginx CPU-s | base CPU-s | head CPU-s | head/base | head/Linux |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+fi
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	for s in "${sizes[@]}"; do
-		a=$(median <<<"${res[$name,$s,0]}")
-		b=$(median <<<"${res[$name,$s,1]}")
-		ca=$(median <<<"${cpus[$name,$s,0]}")
-		cb=$(median <<<"${cpus[$name,$s,1]}")
-		printf '| %s (`%s`) | %d MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n' "$name" "$spec" "$s" "$a" "$b" \
-			"$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')" "$ca" "$cb" "$(awk -v a="$ca" -v b="$cb" 'BEGIN{print (a > 0 ? b/a : 0)}')"
+		a=$(median <<<"${res[$name,$s,nginx]}")
+		b=$(median <<<"${res[$name,$s,head]}")
+		ca=$(median <<<"${cpus[$name,$s,nginx]}")
+		cb=$(median <<<"${cpus[$name,$s,head]}")
+		if [[ -z $BASE ]]; then
+			printf "| %s (\`%s\`) | %d MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n" "$name" "$spec" "$s" "$a" "$b" \
+				"$(ratio "$b" "$a")" "$ca" "$cb" "$(ratio "$cb" "$ca")"
+		else
+			o=$(median <<<"${res[$name,$s,base]}")
+			co=$(median <<<"${cpus[$name,$s,base]}")
+			printf "| %s (\`%s\`) | %d MiB | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n" \
+				"$name" "$spec" "$s" "$a" "$o" "$b" "$(ratio "$b" "$o")" "$(ratio "$b" "$a")" \
+				"$ca" "$co" "$cb" "$(ratio "$cb" "$co")" "$(ratio "$cb" "$ca")"
+		fi
 	done
 done
