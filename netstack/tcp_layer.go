@@ -34,7 +34,8 @@ type TCPApp interface {
 // Deadline after each segment batch it handles for the connection and calls
 // Expire once it has passed. An app that expired reports Closing and has
 // dropped its output (httpd's contract): TCP sends FIN when nothing was in
-// flight, and aborts with RST otherwise.
+// flight, and aborts with RST otherwise. After Expire reported true, TCP
+// calls neither method again.
 type TCPAppTimer interface {
 	Deadline() time.Time
 	Expire(now time.Time) bool

@@ -51,6 +51,7 @@ func TestTCPTimestampsData(t *testing.T) {
 }
 
 // timedApp is a testApp with its own timeout (like httpd's idle timeout).
+// Once expired it keeps reporting the deadline it passed, as httpd.Conn does.
 type timedApp struct {
 	testApp
 	deadline time.Time
@@ -64,7 +65,6 @@ func (a *timedApp) Expire(now time.Time) bool {
 	}
 	a.expired++
 	a.closing = true
-	a.deadline = time.Time{}
 	a.out = nil // output dropped, as httpd does
 	return true
 }
@@ -84,8 +84,25 @@ func TestTCPAppTimer(t *testing.T) {
 	x.advance(time.Millisecond)
 	x.expect(seg{TCPFields: fl(FA, 1001, 5002, 32767)})
 	x.state(tcpFinWait1)
-	if app.expired != 1 {
-		t.Fatalf("Expire called %d times", app.expired)
+	// The expired app stays attached until TIME_WAIT, its deadline still
+	// past: TCP owns the close now, whether the FIN waits for its ACK or the
+	// peer for its own FIN, and asks the app nothing more (a second Expire
+	// counted a second timeout and aborted the FIN with RST).
+	for range 10 {
+		x.advance(time.Millisecond)
+		x.expectNothing()
+	}
+	x.send(seg{TCPFields: fl(A, 5002, 1002, 65535)})
+	x.state(tcpFinWait2)
+	for range 10 {
+		x.advance(time.Millisecond)
+		x.expectNothing()
+	}
+	x.send(seg{TCPFields: fl(FA, 5002, 1002, 65535)})
+	x.expect(seg{TCPFields: fl(A, 1002, 5003, 32766)})
+	x.state(tcpTimeWait)
+	if st := x.stats(); app.expired != 1 || st.AppTimeouts != 1 || x.ep.released != 1 {
+		t.Fatalf("Expire called %d times, %d app timeouts, %d released", app.expired, st.AppTimeouts, x.ep.released)
 	}
 }
 

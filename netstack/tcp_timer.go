@@ -162,6 +162,10 @@ func (l *tcpLayer) fire(c *tcpConn) {
 			// orderly FIN; otherwise the byte stream cannot be
 			// finished, so abort.
 			l.stats.AppTimeouts++
+			// The verdict is given once: TCP closes from here on
+			// its own timers, while the app, attached until
+			// TIME_WAIT, may still report the deadline it passed.
+			c.appTimer = nil
 			bufs, _, _ := l.sendQueue(c)
 			if c.sndMax == c.sndUna && len(bufs) == 0 {
 				l.output(c)

@@ -46,8 +46,8 @@ func waitFor(t *testing.T, nt *nativeTest, d time.Duration, what string, ok func
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s: tcp conns %d syn_rcvd %d time_waits %d, native open %d", d, what,
-				m.Get("tcp.conns"), m.Get("tcp.syn_rcvd"), m.Get("tcp.time_waits"), m.Get("native.open"))
+			t.Fatalf("after %v: %s: tcp conns %d syn_rcvd %d time_waits %d, native open %d; all counters: %v", d, what,
+				m.Get("tcp.conns"), m.Get("tcp.syn_rcvd"), m.Get("tcp.time_waits"), m.Get("native.open"), m)
 		}
 	}
 }
@@ -247,8 +247,10 @@ func TestNativeVanishedClient(t *testing.T) {
 
 // TestNativeCookieSilentClient: a client whose handshake completes by SYN
 // cookie (the one-entry backlog is held by a spoofed SYN) and which then
-// sends nothing is closed by httpd's idle timeout like any other: a flood of
-// completed-but-silent handshakes cannot pin the connection table.
+// sends nothing, and does not even close after the server's FIN, is closed
+// by httpd's idle timeout and TCP's FIN-WAIT-2 timeout like any other: a
+// flood of completed-but-silent handshakes cannot pin the connection table.
+// The idle timeout counts once, however long the client lingers.
 func TestNativeCookieSilentClient(t *testing.T) {
 	nt := startNativeTest(t, 1, smallFiles, "", func(o *Options) {
 		o.IdleTimeout = 500 * time.Millisecond
@@ -257,6 +259,7 @@ func TestNativeCookieSilentClient(t *testing.T) {
 			c.RTOInitial = 2 * time.Second // the spoofed entry holds the backlog 6 s
 			c.SynRetries = 1
 			c.TimeWait = time.Second
+			c.FinWait2 = time.Second
 		}
 	})
 	spoofSources(t, nt, 1)
@@ -266,10 +269,13 @@ func TestNativeCookieSilentClient(t *testing.T) {
 	// connect returns when the client sent its ACK, not when the server took it.
 	waitFor(t, nt, 5*time.Second, "no handshake by cookie", func(m shard.Report) bool { return m.Get("tcp.syn_cookies_ok") == 1 })
 	expectClosed(t, c, br)
-	c.Close()
-	if m := shard.Merge(nt.Stats()); m.Get("native.timeouts") != 1 || m.Get("http.timeouts") != 1 {
-		t.Fatalf("timeouts %d (http %d), want 1", m.Get("native.timeouts"), m.Get("http.timeouts"))
+	waitFor(t, nt, 5*time.Second, "no FIN-WAIT-2 timeout", func(m shard.Report) bool { return m.Get("tcp.fin_wait2_timeout") == 1 })
+	m := shard.Merge(nt.Stats())
+	if m.Get("native.timeouts") != 1 || m.Get("http.timeouts") != 1 || m.Get("tcp.app_timeouts") != 1 || m.Get("native.accepted") != 1 {
+		t.Fatalf("timeouts %d (http %d, tcp %d) of %d connections, want 1 of 1; all counters: %v",
+			m.Get("native.timeouts"), m.Get("http.timeouts"), m.Get("tcp.app_timeouts"), m.Get("native.accepted"), m)
 	}
+	c.Close()
 	nt.checkFile(nt.client, "k1.bin")
 	checkIdle(t, nt)
 }
