@@ -85,3 +85,28 @@ func TestTCPRACKMinRTTFromRxTime(t *testing.T) {
 		t.Fatalf("stats %+v, want 1 retransmission, 1 RACK loss", st)
 	}
 }
+
+// The floor of receive times moves only with a Poll that empties the link:
+// the frames a Poll leaves there (past MaxRxBatches) came before it, and
+// keep their times in the next.
+func TestStackRxFloor(t *testing.T) {
+	cfg := testConfig()
+	cfg.Batch, cfg.MaxRxBatches = 2, 1
+	s, err := NewStack(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewChanLink(1500, 8)
+	t0 := time.Unix(1_000_000, 0)
+	s.Poll(t0, l)
+	for range 3 {
+		l.InjectAt(make([]byte, 60), t0.Add(time.Microsecond))
+	}
+	if next := s.Poll(t0.Add(time.Millisecond), l); !next.Equal(t0.Add(time.Millisecond)) || s.drained != 0 {
+		t.Fatalf("a Poll that left a frame: next %v, floor %v", next.Sub(t0), time.Duration(s.drained))
+	}
+	s.Poll(t0.Add(2*time.Millisecond), l)
+	if s.drained != int64(2*time.Millisecond) {
+		t.Fatalf("a Poll that emptied the link: floor %v", time.Duration(s.drained))
+	}
+}

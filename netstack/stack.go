@@ -84,7 +84,7 @@ type Stack struct {
 	epoch   time.Time
 	started bool
 	now     int64
-	polled  int64 // the previous Poll's now: the link was read after it
+	drained int64 // the now of the last Poll that emptied the link: what came later arrived after it
 	rxAge   int64 // how long before now the frame being handled arrived (rxAgeOf)
 
 	rx     []Frame     // rx batch, lent by the link during one RxBatch..RxDone
@@ -195,8 +195,7 @@ func (s *Stack) Close(link Link) {
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	s.enter(now, link)
 	s.stats.Polls++
-	floor := s.polled
-	s.polled = s.now
+	floor := s.drained
 
 	more := false
 	for i := 0; i < s.cfg.MaxRxBatches; i++ {
@@ -218,6 +217,9 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 		}
 		more = i == s.cfg.MaxRxBatches-1
 	}
+	if !more {
+		s.drained = s.now
+	}
 
 	next := s.arpTimers()
 	next = minDeadline(next, s.tcpPoll(now))
@@ -235,10 +237,10 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 }
 
 // rxAgeOf returns how long before now a frame that arrived at at came: at
-// clamped to [floor, now], floor being the previous Poll's now, after which
-// the link was last read (a frame left on it then, past MaxRxBatches, came
-// earlier, and counts from floor; a stamp out of that range is wrong). A
-// frame without a receive time came now.
+// clamped to [floor, now], floor being the now of the last Poll that
+// emptied the link (a frame it left there, past MaxRxBatches, still counts
+// from the Poll before; a time out of that range is wrong). A frame
+// without a receive time came now.
 func (s *Stack) rxAgeOf(at time.Time, floor int64) int64 {
 	if at.IsZero() {
 		return 0
