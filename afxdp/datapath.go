@@ -96,13 +96,15 @@ func (s *Socket) wakeRx() {
 
 // Fill moves up to n frames from the socket's free list to the fill ring
 // and returns how many it moved: a shard that transmits received frames
-// directly (reflection) uses it to keep the fill ring stocked.
+// directly (reflection) uses it to keep the fill ring stocked. It clears
+// their stamp slots (RxTime): a frame sent from a chunk wrote there.
 func (s *Socket) Fill(n int) int {
 	n = min(n, len(s.free))
 	idx, got := s.fill.reserve(uint32(n))
 	for i := uint32(0); i < got; i++ {
 		last := len(s.free) - 1
 		s.fill.addrs[(idx+i)&s.fill.mask] = s.free[last]
+		s.clearStamp(s.free[last])
 		s.free = s.free[:last]
 	}
 	s.fill.submit(got)

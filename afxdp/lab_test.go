@@ -314,3 +314,88 @@ func TestFdReadableOnRx(t *testing.T) {
 		t.Errorf("first frame is not the ARP request: % x", f[:14])
 	}
 }
+
+// TestLabRxTime: every frame the program steers arrives with its receive
+// time, between the send and the receive, also once each chunk has been
+// through the fill ring a few times (a stale stamp would be older); a
+// stamp read is gone, and a chunk Fill puts on the fill ring has its stamp
+// slot cleared, whatever was written there.
+func TestLabRxTime(t *testing.T) {
+	l := newLab(t, lab.Config{Prefix: "pr"})
+	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, Logf: t.Logf}, 1)
+	s := socks[0]
+	// A permanent neighbour entry: the client sends echo requests at once.
+	var fd int
+	if err := l.ClientNS.Do(func() (err error) {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		ifi, err := h.LinkByName(l.ClientIf)
+		if err != nil {
+			return err
+		}
+		if err := h.NeighSet(&netlink.Neigh{LinkIndex: ifi.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: l.ServerIP.AsSlice(), HardwareAddr: l.ServerMAC}); err != nil {
+			return err
+		}
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	pfd := []unix.PollFd{{Fd: int32(s.Fd()), Events: unix.POLLIN}}
+	rx := make([]Desc, 8)
+	const rounds = 96 // three times the 32 chunks of the fill ring
+	stamped := 0
+	for i := range rounds {
+		req := []byte{8, 0, 0, 0, 0, 1, 0, byte(i)}
+		binary.BigEndian.PutUint16(req[2:], checksum(req))
+		before := time.Now()
+		if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet4{Addr: l.ServerIP.As4()}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := unix.Poll(pfd, 5000); err != nil || n != 1 {
+			t.Fatalf("round %d: poll = %d %v, want readable", i, n, err)
+		}
+		got := s.Receive(rx)
+		after := time.Now()
+		for _, d := range rx[:got] {
+			at := s.RxTime(d.Addr)
+			if at.Before(before) || at.After(after) {
+				t.Fatalf("round %d: frame % x stamped %v, outside [%v, %v]", i, s.Frame(d.Addr, 14), at, before, after)
+			}
+			stamped++
+		}
+		s.Release(rx[:got])
+		for _, d := range rx[:got] {
+			if at := s.RxTime(d.Addr); !at.IsZero() {
+				t.Fatalf("round %d: a stamp read once reads again: %v", i, at)
+			}
+		}
+	}
+	if stamped < rounds {
+		t.Errorf("%d frames for %d echo requests", stamped, rounds)
+	}
+	// A chunk written whole for transmit, then given to the fill ring.
+	tx := make([]Desc, 1)
+	if s.AllocTx(tx) != 1 {
+		t.Fatal("no tx frame")
+	}
+	chunk := tx[0].Addr
+	for i := range s.Frame(chunk, s.FrameSize()) {
+		s.Frame(chunk, s.FrameSize())[i] = 0xa5
+	}
+	s.FreeTx(tx)
+	if s.Fill(1) != 1 {
+		t.Fatal("fill ring full")
+	}
+	if at := s.RxTime(chunk + rxHeadroom); !at.IsZero() {
+		t.Errorf("a chunk put on the fill ring reads stamp %v", at)
+	}
+	if at := s.RxTime(chunk); !at.IsZero() {
+		t.Errorf("an address with no headroom reads stamp %v", at)
+	}
+}

@@ -71,7 +71,7 @@ type ProgramConfig struct {
 //
 // It redirects ARP whose target is one of our addresses, and IPv4 ICMP and
 // TCP (to a port in ports, or any non-first fragment; any TCP with AllTCP)
-// to one of them;
+// to one of them, each with its receive time in front (stamp);
 // everything else is XDP_PASS.
 // A frame that should be redirected but has no socket on its queue is passed
 // to the kernel too (bpf_redirect_map's fallback action), so an unbound queue
@@ -199,6 +199,34 @@ func lookupElem(m int, store asm.Instruction) asm.Instructions {
 	}
 }
 
+// stamp writes the receive time in front of the frame, as 8 bytes of XDP
+// metadata, then goes on at to_xsk: bpf_ktime_get_ns (CLOCK_MONOTONIC) taken
+// here, in the driver's receive path, says when the frame arrived, which the
+// shard learns only when it next reads the rx ring. AF_XDP keeps the
+// metadata in front of the data: in zero-copy it stays in the frame's
+// headroom, and copy mode copies data_meta..data_end. A driver without
+// metadata support fails the adjust: the frame goes on without a stamp, and
+// the socket finds the zero its slot was cleared to (Socket.RxTime).
+func stamp() asm.Instructions {
+	return asm.Instructions{
+		// bpf_xdp_adjust_meta(ctx, -8): 8 bytes of metadata before data.
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("redirect"),
+		asm.Mov.Imm(asm.R2, -rxStampLen),
+		asm.FnXdpAdjustMeta.Call(),
+		asm.JNE.Imm(asm.R0, 0, "to_xsk"),
+		// The helper invalidates packet pointers: load data and
+		// data_meta again, and show the verifier meta+8 <= data.
+		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // xdp_md.data
+		asm.LoadMem(asm.R8, asm.R6, 8, asm.Word), // xdp_md.data_meta
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Add.Imm(asm.R2, rxStampLen),
+		asm.JGT.Reg(asm.R2, asm.R7, "to_xsk"),
+		// r8 survives the call (r6-r9 are callee-saved).
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R8, 0, asm.R0, asm.DWord),
+	}
+}
+
 // steerInsns assembles the program. Registers: r6 ctx, r7 data, r8
 // data_end, r9 our IPv4 (as loaded). Every packet load is preceded by a
 // bounds check against data_end, as the verifier demands. With allTCP the
@@ -277,9 +305,10 @@ func steerInsns(xsks, ports, config, addrs int, allTCP, aliases bool) asm.Instru
 		asm.JNE.Imm(asm.R3, be16(0x0800), "pass"),
 	}
 	tail = append(tail, ours(addrs, aliases, ethLen+24, "redirect")...)
+	tail = append(tail, stamp()...)
 	tail = append(tail, asm.Instructions{
 		// bpf_redirect_map(xsks, rx_queue_index, XDP_PASS): no socket -> pass.
-		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("redirect"),
+		asm.LoadMapPtr(asm.R1, xsks).WithSymbol("to_xsk"),
 		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word), // xdp_md.rx_queue_index
 		asm.Mov.Imm(asm.R3, xdpPass),
 		asm.FnRedirectMap.Call(),

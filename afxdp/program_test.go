@@ -1,13 +1,16 @@
 package afxdp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -257,4 +260,45 @@ func TestProgramSteersAliases(t *testing.T) {
 			t.Errorf("%s: action %d (%v), want %d", c.name, act, err, c.want)
 		}
 	}
+}
+
+// TestProgramStamps: a frame the program steers leaves with its receive
+// time (CLOCK_MONOTONIC) as 8 bytes of metadata in front of it; one it
+// passes leaves as it came. BPF_PROG_TEST_RUN returns the metadata with
+// the data.
+func TestProgramStamps(t *testing.T) {
+	needRoot(t)
+	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range progCases(t) {
+		out := make([]byte, len(c.frame)+64)
+		before := monoNow()
+		_, err := p.prog.Run(&ebpf.RunOptions{Data: c.frame, DataOut: out})
+		after := monoNow()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !c.ours {
+			if !bytes.Equal(out[:len(c.frame)], c.frame) {
+				t.Errorf("%s: passed frame changed: % x", c.name, out[:len(c.frame)])
+			}
+			continue
+		}
+		stamp := int64(binary.NativeEndian.Uint64(out))
+		if stamp < before || stamp > after {
+			t.Errorf("%s: stamp %d outside [%d, %d]", c.name, stamp, before, after)
+		}
+		if !bytes.Equal(out[rxStampLen:rxStampLen+len(c.frame)], c.frame) {
+			t.Errorf("%s: stamped frame changed: % x", c.name, out[rxStampLen:])
+		}
+	}
+}
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

@@ -3,6 +3,7 @@ package native
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"percore/netstack"
 )
@@ -169,8 +170,9 @@ type fwdLink struct {
 	txIn  []*frameRing // owner: rings of the queueless shards it sends for
 	txOut *frameRing   // queueless: the ring to the home owner
 
-	batch []netstack.Frame // owner: a batch from the socket, or of tx frames
-	done  []netstack.Frame // owner: frames forwarded, back to the socket
+	batch   []netstack.Frame // owner: a batch from the socket, or of tx frames
+	batchAt []time.Time      // owner: when each frame of a received batch arrived
+	done    []netstack.Frame // owner: frames forwarded, back to the socket
 
 	// Queueless: the transmit buffers the stack writes into (TxAlloc), and
 	// the frames submitted that wait for room in txOut.
@@ -203,6 +205,7 @@ func (f *forwarding) newFwdLink(self int, xsk netstack.Link, mtu, batch, txFrame
 			}
 		}
 		l.batch = make([]netstack.Frame, batch)
+		l.batchAt = make([]time.Time, batch)
 		l.done = make([]netstack.Frame, 0, batch)
 		return l
 	}
@@ -217,29 +220,30 @@ func (f *forwarding) newFwdLink(self int, xsk netstack.Link, mtu, batch, txFrame
 }
 
 // RxBatch implements netstack.Link: the owner's queue first, its frames for
-// other shards copied into their rings and given back to the socket at
-// once, then the frames other owners forwarded to this shard.
-func (l *fwdLink) RxBatch(fs []netstack.Frame) int {
+// other shards copied into their rings, with their arrival times, and
+// given back to the socket at once, then the frames other owners forwarded
+// to this shard.
+func (l *fwdLink) RxBatch(fs []netstack.Frame, at []time.Time) int {
 	k := 0
 	if l.xsk != nil {
 		// A batch that held only other shards' frames leaves room: take
 		// another, a few times at most, so the stack's batch fills.
 		for try := 0; try < 4 && k < len(fs); try++ {
 			want := min(len(fs)-k, len(l.batch))
-			n := l.xsk.RxBatch(l.batch[:want])
-			for _, fr := range l.batch[:n] {
+			n := l.xsk.RxBatch(l.batch[:want], l.batchAt[:want])
+			for i, fr := range l.batch[:n] {
 				switch to := l.f.route(fr.Buf); to {
 				case routeHere, l.self:
-					fs[k] = fr
+					keep(fs, at, k, fr, l.batchAt[i])
 					k++
 				case routeAll:
 					for p := range l.out {
-						l.forward(p, fr.Buf)
+						l.forward(p, fr.Buf, l.batchAt[i])
 					}
-					fs[k] = fr
+					keep(fs, at, k, fr, l.batchAt[i])
 					k++
 				default:
-					l.forward(to, fr.Buf)
+					l.forward(to, fr.Buf, l.batchAt[i])
 					l.done = append(l.done, fr)
 				}
 			}
@@ -253,11 +257,11 @@ func (l *fwdLink) RxBatch(fs []netstack.Frame) int {
 	}
 	for r, ring := range l.in {
 		for k < len(fs) {
-			b := ring.take()
+			b, t := ring.take()
 			if b == nil {
 				break
 			}
-			fs[k] = netstack.Frame{Buf: b, ID: ringTag | uint64(r)}
+			keep(fs, at, k, netstack.Frame{Buf: b, ID: ringTag | uint64(r)}, t)
 			k++
 			l.stats.FwdIn++
 			l.moved++
@@ -266,8 +270,17 @@ func (l *fwdLink) RxBatch(fs []netstack.Frame) int {
 	return k
 }
 
-// forward copies frame b into the ring to shard p (none to ourselves).
-func (l *fwdLink) forward(p int, b []byte) {
+// keep puts frame fr, which arrived at t, at k of the batch RxBatch fills.
+func keep(fs []netstack.Frame, at []time.Time, k int, fr netstack.Frame, t time.Time) {
+	fs[k] = fr
+	if at != nil {
+		at[k] = t
+	}
+}
+
+// forward copies frame b, which arrived at t, into the ring to shard p
+// (none to ourselves).
+func (l *fwdLink) forward(p int, b []byte, t time.Time) {
 	r := l.out[p]
 	if r == nil {
 		return
@@ -277,7 +290,7 @@ func (l *fwdLink) forward(p int, b []byte) {
 		l.stats.FwdRingFull++
 		return
 	}
-	r.push(copy(s, b))
+	r.push(copy(s, b), t)
 	l.sent[p] = true
 	l.stats.FwdOut++
 	l.moved++
@@ -381,7 +394,7 @@ func (l *fwdLink) Flush() {
 			break // full: the rest waits for the owner
 		}
 		at := int(t.idx) * l.f.slot
-		l.txOut.push(copy(s, l.pool[at:at+int(t.n)]))
+		l.txOut.push(copy(s, l.pool[at:at+int(t.n)]), time.Time{})
 		l.free = append(l.free, t.idx)
 		sent++
 	}
@@ -406,7 +419,7 @@ func (l *fwdLink) sendForwarded() {
 			}
 			n = l.xsk.TxAlloc(l.batch[:n])
 			for i := range n {
-				b := r.take()
+				b, _ := r.take()
 				l.batch[i].Buf = l.batch[i].Buf[:copy(l.batch[i].Buf, b)]
 			}
 			l.xsk.TxSubmit(l.batch[:n])

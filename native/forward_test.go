@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -129,30 +130,31 @@ func TestForwardRoute(t *testing.T) {
 	}
 }
 
-// The ring hands frames over in order, refuses when full, and reuses a
-// slot only after release.
+// The ring hands frames over in order, with their receive times, refuses
+// when full, and reuses a slot only after release.
 func TestFrameRing(t *testing.T) {
 	r := newFrameRing(3, 64) // rounds up to 4
+	t0 := time.Unix(1_000_000, 0)
 	for i := range 4 {
 		s := r.next()
 		if s == nil {
 			t.Fatalf("slot %d refused", i)
 		}
-		r.push(copy(s, []byte{byte(i), byte(i)}))
+		r.push(copy(s, []byte{byte(i), byte(i)}), t0.Add(time.Duration(i)))
 	}
 	if r.next() != nil {
 		t.Fatal("a full ring gave a slot")
 	}
-	if r.take() != nil {
+	if b, _ := r.take(); b != nil {
 		t.Fatal("took a frame before publish")
 	}
 	r.publish()
 	for i := range 4 {
-		if b := r.take(); !bytes.Equal(b, []byte{byte(i), byte(i)}) {
-			t.Fatalf("frame %d: %v", i, b)
+		if b, at := r.take(); !bytes.Equal(b, []byte{byte(i), byte(i)}) || !at.Equal(t0.Add(time.Duration(i))) {
+			t.Fatalf("frame %d: %v at %v", i, b, at)
 		}
 	}
-	if r.take() != nil || r.next() != nil {
+	if b, _ := r.take(); b != nil || r.next() != nil {
 		t.Fatal("taken but not released: the ring must be empty to the consumer and full to the producer")
 	}
 	r.release(4)
@@ -178,7 +180,7 @@ func TestFrameRingConcurrent(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint64(s, i)
 			binary.LittleEndian.PutUint64(s[8:], ^i)
-			r.push(16)
+			r.push(16, time.Time{})
 			i++
 			if i%7 == 0 {
 				r.publish()
@@ -187,7 +189,7 @@ func TestFrameRingConcurrent(t *testing.T) {
 		r.publish()
 	}()
 	for i := uint64(0); i < n; {
-		b := r.take()
+		b, _ := r.take()
 		if b == nil {
 			continue
 		}
@@ -224,7 +226,7 @@ func newFwdPair(t testing.TB) *fwdPair {
 
 // rx is one receive batch of l, handed to fn and given back.
 func (p *fwdPair) rx(l *fwdLink, fn func(b []byte)) int {
-	n := l.RxBatch(p.fs)
+	n := l.RxBatch(p.fs, nil)
 	for _, fr := range p.fs[:n] {
 		fn(fr.Buf)
 	}
@@ -285,6 +287,23 @@ func TestForwardHandOff(t *testing.T) {
 	if len(p.other.free) != 128 {
 		t.Errorf("shard 1 pool has %d of 128 buffers free", len(p.other.free))
 	}
+}
+
+// A forwarded frame keeps its receive time.
+func TestForwardRxTime(t *testing.T) {
+	p := newFwdPair(t)
+	theirs := tcpFrame(netip.AddrPortFrom(client, portFor(t, p.f, 1)), server, "to 1")
+	at := time.Unix(1_000_000, 1234)
+	p.nic.InjectAt(theirs, at)
+	if n := p.rx(p.owner, func([]byte) {}); n != 0 {
+		t.Fatalf("owner kept %d frames", n)
+	}
+	got := make([]time.Time, len(p.fs))
+	n := p.other.RxBatch(p.fs, got)
+	if n != 1 || !got[0].Equal(at) {
+		t.Fatalf("shard 1 received %d frames, the first at %v; want 1 at %v", n, got[0], at)
+	}
+	p.other.RxDone(p.fs[:n])
 }
 
 // A full ring drops (counted) instead of blocking the queue's owner, and a
@@ -389,7 +408,7 @@ func BenchmarkForwardFrame(b *testing.B) {
 				if to == 1 {
 					p.rx(p.owner, func([]byte) {})
 				}
-				n := l.RxBatch(p.fs)
+				n := l.RxBatch(p.fs, nil)
 				l.TxAlloc(p.fs[n : 2*n])
 				for j := range n {
 					p.fs[n+j].Buf = p.fs[n+j].Buf[:copy(p.fs[n+j].Buf, p.fs[j].Buf)]
@@ -442,7 +461,7 @@ func TestForwardTwoQueuesFourShards(t *testing.T) {
 	got := make([][]string, 4)
 	for range 2 { // owners first, then every shard again: all frames are in by then
 		for s, l := range links {
-			n := l.RxBatch(fs)
+			n := l.RxBatch(fs, nil)
 			for _, fr := range fs[:n] {
 				got[s] = append(got[s], string(fr.Buf[54:]))
 			}

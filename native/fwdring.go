@@ -2,6 +2,7 @@ package native
 
 import (
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,8 +21,9 @@ import (
 // never touches another shard's UMEM, so shards close their sockets in any
 // order.
 type frameRing struct {
-	buf  []byte   // size slots of slot bytes
-	lens []uint32 // each slot's frame length; written by the producer before it publishes
+	buf  []byte      // size slots of slot bytes
+	lens []uint32    // each slot's frame length; written by the producer before it publishes
+	ats  []time.Time // each slot's frame's receive time (netstack.Frame.RxTime), likewise
 	slot uint32
 	mask uint32
 
@@ -41,7 +43,7 @@ type frameRing struct {
 // bytes each.
 func newFrameRing(size, slot int) *frameRing {
 	n := int(ceilPow2(size))
-	return &frameRing{buf: make([]byte, n*slot), lens: make([]uint32, n), slot: uint32(slot), mask: uint32(n - 1)}
+	return &frameRing{buf: make([]byte, n*slot), lens: make([]uint32, n), ats: make([]time.Time, n), slot: uint32(slot), mask: uint32(n - 1)}
 }
 
 // next returns the next free slot to write a frame of at most the slot size
@@ -57,10 +59,12 @@ func (r *frameRing) next() []byte {
 	return r.buf[i : i+r.slot : i+r.slot]
 }
 
-// push records that the slot next returned holds a frame of n bytes. The
-// consumer sees it after publish. Producer only.
-func (r *frameRing) push(n int) {
+// push records that the slot next returned holds a frame of n bytes that
+// arrived at at (zero: unknown). The consumer sees it after publish.
+// Producer only.
+func (r *frameRing) push(n int, at time.Time) {
 	r.lens[r.put&r.mask] = uint32(n)
+	r.ats[r.put&r.mask] = at
 	r.put++
 }
 
@@ -75,18 +79,18 @@ func (r *frameRing) publish() bool {
 }
 
 // take returns the next published frame, valid until release gives it
-// back, or nil when there is none. Consumer only.
-func (r *frameRing) take() []byte {
+// back, and its receive time, or nil when there is none. Consumer only.
+func (r *frameRing) take() ([]byte, time.Time) {
 	if r.read == r.got {
 		r.got = r.tail.Load()
 		if r.read == r.got {
-			return nil
+			return nil, time.Time{}
 		}
 	}
 	s := r.read & r.mask
 	i := s * r.slot
 	r.read++
-	return r.buf[i : i+r.lens[s] : i+r.lens[s]]
+	return r.buf[i : i+r.lens[s] : i+r.lens[s]], r.ats[s]
 }
 
 // release gives back the n oldest frames taken. Consumer only.

@@ -2,12 +2,13 @@ package netstack
 
 import (
 	"fmt"
+	"time"
 
 	"percore/afxdp"
 )
 
 // AFXDPLink is the Link over one AF_XDP socket (one NIC queue). Frame.ID is
-// the frame's UMEM address. It is owned by the shard that owns the socket;
+// the frame's UMEM address; RxBatch's times are the XDP program's stamps. It is owned by the shard that owns the socket;
 // Bufs alias the UMEM and follow the Link contract's lifetimes.
 type AFXDPLink struct {
 	s     *afxdp.Socket
@@ -27,12 +28,17 @@ func NewAFXDPLink(s *afxdp.Socket, mtu, batch int) (*AFXDPLink, error) {
 // Socket returns the wrapped socket (for stats and its fd).
 func (l *AFXDPLink) Socket() *afxdp.Socket { return l.s }
 
-// RxBatch implements Link.
-func (l *AFXDPLink) RxBatch(fs []Frame) int {
+// RxBatch implements Link. Each stamp is read (and so cleared), at nil
+// or not.
+func (l *AFXDPLink) RxBatch(fs []Frame, at []time.Time) int {
 	d := l.descs[:min(len(fs), len(l.descs))]
 	n := l.s.Receive(d)
 	for i := range n {
 		fs[i] = Frame{Buf: l.s.Frame(d[i].Addr, int(d[i].Len)), ID: d[i].Addr}
+		t := l.s.RxTime(d[i].Addr)
+		if at != nil {
+			at[i] = t
+		}
 	}
 	return n
 }

@@ -79,16 +79,20 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 	binary.BigEndian.PutUint16(icmp[6:], 1)
 	binary.BigEndian.PutUint16(icmp[2:], Checksum(icmp))
 	fs[0].Buf = req
+	sent := time.Now()
 	link.TxSubmit(fs[:1])
 	link.Flush()
 
 	var got []byte
+	var gotAt, read time.Time
+	at := make([]time.Time, len(fs))
 	for end := time.Now().Add(3 * time.Second); got == nil && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		link.Flush()
-		n := link.RxBatch(fs)
-		for _, f := range fs[:n] {
+		n := link.RxBatch(fs, at)
+		read = time.Now()
+		for i, f := range fs[:n] {
 			if len(f.Buf) >= 42 && f.Buf[23] == 1 && f.Buf[34] == 0 && binary.BigEndian.Uint16(f.Buf[38:]) == 0x7063 {
-				got = append([]byte(nil), f.Buf...)
+				got, gotAt = append([]byte(nil), f.Buf...), at[i]
 			}
 		}
 		link.RxDone(fs[:n])
@@ -96,6 +100,9 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 	if got == nil {
 		st, _ := s.Stats()
 		t.Fatalf("no echo reply through the link; socket stats %+v", st)
+	}
+	if gotAt.Before(sent) || gotAt.After(read) {
+		t.Errorf("echo reply arrived at %v, outside [%v, %v]: the XDP program's stamp is lost", gotAt, sent, read)
 	}
 	st, err := s.Stats()
 	if err != nil {
@@ -107,7 +114,7 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		n := link.TxAlloc(fs[:8])
 		link.TxFree(fs[:n])
-		n = link.RxBatch(fs)
+		n = link.RxBatch(fs, at)
 		link.RxDone(fs[:n])
 		link.Flush()
 	})

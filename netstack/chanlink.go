@@ -1,5 +1,7 @@
 package netstack
 
+import "time"
+
 // ChanLink is an in-memory Link for tests and benchmarks: a fixed pool of rx
 // frames that tests fill with Inject, and a fixed pool of tx frames whose
 // flushed contents tests read with Take (or move to another ChanLink with
@@ -17,6 +19,7 @@ type ChanLink struct {
 	nframe int    // frames per pool; rx IDs are [0,n), tx IDs [n,2n)
 	mem    []byte // all frames
 	state  []uint8
+	rxAt   []time.Time // each rx frame's arrival, set by InjectAt
 
 	rxFree []uint64 // free rx frame IDs (stack)
 	rxQ    ring     // injected, waiting for RxBatch
@@ -90,6 +93,7 @@ func NewChanLink(mtu, frames int) *ChanLink {
 		mtu: mtu, size: mtu + EthernetHeaderLen, nframe: frames,
 		mem:    make([]byte, 2*frames*(mtu+EthernetHeaderLen)),
 		state:  make([]uint8, 2*frames),
+		rxAt:   make([]time.Time, frames),
 		rxFree: make([]uint64, 0, frames),
 		txFree: make([]uint64, 0, frames),
 		rxQ:    newRing(frames), txQ: newRing(frames), outQ: newRing(frames),
@@ -115,10 +119,14 @@ func (l *ChanLink) check(id uint64, want uint8, op string) {
 // MTU implements Link.
 func (l *ChanLink) MTU() int { return l.mtu }
 
-// Inject queues a copy of frame for the stack to receive. It returns false
-// (counted in InjectDrops) when every rx frame is in use or frame is longer
-// than MTU+14 bytes.
-func (l *ChanLink) Inject(frame []byte) bool {
+// Inject queues a copy of frame for the stack to receive, with no receive
+// time. It returns false (counted in InjectDrops) when every rx frame is in
+// use or frame is longer than MTU+14 bytes.
+func (l *ChanLink) Inject(frame []byte) bool { return l.InjectAt(frame, time.Time{}) }
+
+// InjectAt is Inject for a frame that arrived at at: RxBatch reports that
+// time.
+func (l *ChanLink) InjectAt(frame []byte, at time.Time) bool {
 	if len(l.rxFree) == 0 || len(frame) > l.size {
 		l.Stats.InjectDrops++
 		return false
@@ -126,6 +134,7 @@ func (l *ChanLink) Inject(frame []byte) bool {
 	id := l.rxFree[len(l.rxFree)-1]
 	l.rxFree = l.rxFree[:len(l.rxFree)-1]
 	copy(l.buf(id), frame)
+	l.rxAt[id] = at
 	l.state[id] = clRxQueued
 	l.rxQ.push(id, len(frame))
 	l.Stats.Injected++
@@ -133,12 +142,15 @@ func (l *ChanLink) Inject(frame []byte) bool {
 }
 
 // RxBatch implements Link.
-func (l *ChanLink) RxBatch(fs []Frame) int {
+func (l *ChanLink) RxBatch(fs []Frame, at []time.Time) int {
 	n := 0
 	for n < len(fs) && l.rxQ.len > 0 {
 		id, ln := l.rxQ.pop()
 		l.state[id] = clRxLent
 		fs[n] = Frame{Buf: l.buf(id)[:ln], ID: id}
+		if at != nil {
+			at[n] = l.rxAt[id]
+		}
 		n++
 	}
 	l.Stats.RxDelivered += uint64(n)

@@ -14,7 +14,7 @@ func TestChanLinkQueues(t *testing.T) {
 		t.Fatalf("oversized frame accepted; drops %d", l.Stats.InjectDrops)
 	}
 	fs := make([]Frame, 4)
-	if n := l.RxBatch(fs); n != 2 || string(fs[0].Buf) != "one" || string(fs[1].Buf) != "two" {
+	if n := l.RxBatch(fs, nil); n != 2 || string(fs[0].Buf) != "one" || string(fs[1].Buf) != "two" {
 		t.Fatalf("rx batch %d: %q %q", n, fs[0].Buf, fs[1].Buf)
 	}
 	if l.Inject([]byte("x")) {
@@ -43,9 +43,9 @@ func TestChanLinkQueues(t *testing.T) {
 
 func TestChanLinkContractPanics(t *testing.T) {
 	for name, f := range map[string]func(l *ChanLink, fs []Frame){
-		"double RxDone":   func(l *ChanLink, fs []Frame) { l.RxBatch(fs); l.RxDone(fs[:1]); l.RxDone(fs[:1]) },
+		"double RxDone":   func(l *ChanLink, fs []Frame) { l.RxBatch(fs, nil); l.RxDone(fs[:1]); l.RxDone(fs[:1]) },
 		"TxFree twice":    func(l *ChanLink, fs []Frame) { l.TxAlloc(fs[:1]); l.TxFree(fs[:1]); l.TxFree(fs[:1]) },
-		"submit rx frame": func(l *ChanLink, fs []Frame) { l.RxBatch(fs); l.TxSubmit(fs[:1]) },
+		"submit rx frame": func(l *ChanLink, fs []Frame) { l.RxBatch(fs, nil); l.TxSubmit(fs[:1]) },
 		"foreign frame":   func(l *ChanLink, fs []Frame) { l.TxSubmit([]Frame{{ID: 99}}) },
 		"submit too long": func(l *ChanLink, fs []Frame) {
 			l.TxAlloc(fs[:1])

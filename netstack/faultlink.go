@@ -1,6 +1,9 @@
 package netstack
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Faults are per-frame probabilities (0 to 1) of each impairment.
 type Faults struct {
@@ -79,14 +82,18 @@ func (l *FaultLink) corrupt(b []byte) {
 func (l *FaultLink) MTU() int { return l.inner.MTU() }
 
 // RxBatch implements Link: held frames that are due come first, then new
-// frames from inner, minus the lost and newly held ones.
-func (l *FaultLink) RxBatch(fs []Frame) int {
+// frames from inner, minus the lost and newly held ones. A held frame
+// arrives when it is let go: it has no time.
+func (l *FaultLink) RxBatch(fs []Frame, at []time.Time) int {
 	n := 0
 	j := 0
 	for _, h := range l.rxHeld {
 		h.calls--
 		if h.calls <= 0 && n < len(fs) {
 			fs[n] = h.f
+			if at != nil {
+				at[n] = time.Time{}
+			}
 			n++
 			continue
 		}
@@ -96,9 +103,13 @@ func (l *FaultLink) RxBatch(fs []Frame) int {
 	clear(l.rxHeld[j:])
 	l.rxHeld = l.rxHeld[:j]
 
-	got := l.inner.RxBatch(fs[n:])
+	var innerAt []time.Time
+	if at != nil {
+		innerAt = at[n:]
+	}
+	got := l.inner.RxBatch(fs[n:], innerAt)
 	l.scratch = l.scratch[:0]
-	for _, f := range fs[n : n+got] {
+	for k, f := range fs[n : n+got] {
 		switch {
 		case l.hit(l.rx.Loss):
 			l.Stats.RxLost++
@@ -111,6 +122,9 @@ func (l *FaultLink) RxBatch(fs []Frame) int {
 		case l.hit(l.rx.Corrupt):
 			l.Stats.RxCorrupted++
 			l.corrupt(f.Buf)
+		}
+		if at != nil {
+			at[n] = innerAt[k] // at n+k of the batch: not yet overwritten
 		}
 		fs[n] = f
 		n++

@@ -84,11 +84,14 @@ type Stack struct {
 	epoch   time.Time
 	started bool
 	now     int64
+	drained int64 // the now of the last Poll that emptied the link: what came later arrived after it
+	rxAge   int64 // how long before now the frame being handled arrived (rxAgeOf)
 
-	rx     []Frame // rx batch, lent by the link during one RxBatch..RxDone
-	txPool []Frame // tx frames allocated from the link, not yet used
-	txOut  []Frame // tx frames filled and waiting for TxSubmit
-	txDrop []Frame // tx frames to give back with TxFree at the end of Poll
+	rx     []Frame     // rx batch, lent by the link during one RxBatch..RxDone
+	rxAt   []time.Time // when each frame of rx arrived, as the link says
+	txPool []Frame     // tx frames allocated from the link, not yet used
+	txOut  []Frame     // tx frames filled and waiting for TxSubmit
+	txDrop []Frame     // tx frames to give back with TxFree at the end of Poll
 
 	ipID uint16     // IPv4 identification of the next packet we send
 	tmpl txTemplate // constant header bytes of the frames we send
@@ -136,6 +139,7 @@ func NewStack(cfg Config) (*Stack, error) {
 	s.cfg.ARPCacheSize = s.arp.init(cfg.ARPCacheSize)
 	s.tmpl.init(cfg.MAC, cfg.Addr)
 	s.rx = make([]Frame, cfg.Batch)
+	s.rxAt = make([]time.Time, cfg.Batch)
 	s.txPool = make([]Frame, 0, cfg.Batch)
 	s.txOut = make([]Frame, 0, cfg.Batch)
 	s.pending = make([]pendingFrame, 0, cfg.PendingMax)
@@ -191,17 +195,20 @@ func (s *Stack) Close(link Link) {
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	s.enter(now, link)
 	s.stats.Polls++
+	floor := s.drained
 
 	more := false
 	for i := 0; i < s.cfg.MaxRxBatches; i++ {
-		n := link.RxBatch(s.rx)
+		n := link.RxBatch(s.rx, s.rxAt)
 		if n > len(s.rx) { // a link bug; never index past the batch
 			n = len(s.rx)
 		}
 		for j := range n {
 			s.stats.RxFrames++
+			s.rxAge = s.rxAgeOf(s.rxAt[j], floor)
 			s.input(s.rx[j].Buf)
 		}
+		s.rxAge = 0
 		if n > 0 {
 			link.RxDone(s.rx[:n])
 		}
@@ -209,6 +216,9 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 			break
 		}
 		more = i == s.cfg.MaxRxBatches-1
+	}
+	if !more {
+		s.drained = s.now
 	}
 
 	next := s.arpTimers()
@@ -224,6 +234,19 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 		return time.Time{}
 	}
 	return s.epoch.Add(time.Duration(next))
+}
+
+// rxAgeOf returns how long before now a frame that arrived at at came: at
+// clamped to [floor, now], floor being the now of the last Poll that
+// emptied the link (a frame it left there, past MaxRxBatches, still counts
+// from the Poll before; a time out of that range is wrong). A frame
+// without a receive time came now.
+func (s *Stack) rxAgeOf(at time.Time, floor int64) int64 {
+	if at.IsZero() {
+		return 0
+	}
+	t := int64(at.Sub(s.epoch))
+	return s.now - min(max(t, floor), s.now)
 }
 
 // enter advances the stack's clock to now (never backwards) and opens the

@@ -80,7 +80,7 @@ func TestTCPAllocsInOrderData(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		f.Seq, f.Ack = uint32(c.rcvNxt), uint32(c.sndUna)
 		now = now.Add(time.Microsecond)
-		l.input(now, tRemote, tLocal, pr.segment(&f, data))
+		l.input(now, 0, tRemote, tLocal, pr.segment(&f, data))
 		l.poll(now)
 	})
 	if allocs != 0 {
@@ -104,7 +104,7 @@ func TestTCPAllocsRequestResponse(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		f.Seq, f.Ack = uint32(c.rcvNxt), uint32(c.sndMax)
 		now = now.Add(time.Microsecond)
-		l.input(now, tRemote, tLocal, pr.segment(&f, req))
+		l.input(now, 0, tRemote, tLocal, pr.segment(&f, req))
 		l.poll(now)
 	})
 	if allocs != 0 {
@@ -126,7 +126,7 @@ func BenchmarkTCPSegmentsIn(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		f.Seq, f.Ack = uint32(c.rcvNxt), uint32(c.sndUna)
-		l.input(now, tRemote, tLocal, pr.segment(&f, data))
+		l.input(now, 0, tRemote, tLocal, pr.segment(&f, data))
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "segments/s")
 }
@@ -144,7 +144,7 @@ func BenchmarkTCPRequestResponse(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				f.Seq, f.Ack = uint32(c.rcvNxt), uint32(c.sndMax)
-				l.input(now, tRemote, tLocal, pr.segment(&f, req))
+				l.input(now, 0, tRemote, tLocal, pr.segment(&f, req))
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "exchanges/s")
 		})
@@ -175,11 +175,11 @@ func BenchmarkTCPIdleConnBytes(b *testing.B) {
 			pr.src = IPv4Addr{198, 18, byte(j >> 8), byte(j)}
 			f = TCPFields{SrcPort: 40000, DstPort: tLPort, Flags: TCPFlagSYN, Seq: 100, Window: 65535,
 				MSS: 1460, HasWScale: true, WScale: 7, SACKPermitted: true, HasTimestamp: true, TSVal: 1}
-			l.input(now, pr.src, tLocal, pr.segment(&f, nil))
+			l.input(now, 0, pr.src, tLocal, pr.segment(&f, nil))
 			iss := l.sec.isnFor(tcpKey{raddr: ip4(pr.src), laddr: ip4(tLocal), rport: 40000, lport: tLPort}, l.now)
 			f = TCPFields{SrcPort: 40000, DstPort: tLPort, Flags: TCPFlagACK, Seq: 101, Ack: uint32(iss) + 1, Window: 512,
 				HasTimestamp: true, TSVal: 2}
-			l.input(now, pr.src, tLocal, pr.segment(&f, nil))
+			l.input(now, 0, pr.src, tLocal, pr.segment(&f, nil))
 		}
 		b.StopTimer()
 		runtime.GC()

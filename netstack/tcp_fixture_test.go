@@ -135,6 +135,7 @@ type tcpTest struct {
 	ep   *testEndpoint
 	now  time.Time
 	key  tcpKey
+	age  time.Duration // how long before now the segments send delivers arrived: a shard reading its link late
 }
 
 func tcpTestConfig() TCPConfig {
@@ -200,7 +201,7 @@ func (x *tcpTest) sendFrom(src IPv4Addr, sport uint16, s seg) {
 	s.Encode(b)
 	copy(b[hl:], s.data)
 	TCP(b).SetChecksum(tcpChecksum(ip4(src), ip4(tLocal), b))
-	x.l.input(x.now, src, tLocal, b)
+	x.l.input(x.now, int64(x.age), src, tLocal, b)
 	x.l.rackBatch() // each segment its own batch
 }
 

@@ -87,7 +87,7 @@ func FuzzTCPLayer(f *testing.F) {
 					TCP(raw).SetChecksum(0)
 					TCP(raw).SetChecksum(tcpChecksum(k.raddr, k.laddr, raw))
 				}
-				x.l.input(x.now, tRemote, tLocal, raw)
+				x.l.input(x.now, 0, tRemote, tLocal, raw)
 			case 1:
 				h := take(10)
 				k := keys[int(h[0])%len(keys)]
@@ -109,7 +109,7 @@ func FuzzTCPLayer(f *testing.F) {
 					fl.HasTimestamp, fl.TSVal = true, uint32(h[8])
 				}
 				payload := make([]byte, int(h[9])*16)
-				x.l.input(x.now, tRemote, tLocal, pr.segment(&fl, payload))
+				x.l.input(x.now, 0, tRemote, tLocal, pr.segment(&fl, payload))
 			case 2:
 				h := take(1)
 				x.l.flightCredit(int(h[0]>>5) - 1)

@@ -264,7 +264,12 @@ type tcpLayer struct {
 	sink  tcpSink
 	epoch time.Time // time 0 of the layer's int64 nanosecond clock
 	now   int64     // ns since epoch, of the current entry point
-	nowT  time.Time // the same as a time.Time, for apps
+	// rxAt is when the segment being handled arrived, on the same
+	// clock: its link's receive time, if any, else now. RACK asks it
+	// which transmission an ACK answers (rackDelivered); everything else
+	// keeps now.
+	rxAt int64
+	nowT time.Time // the same as a time.Time, for apps
 
 	listeners []tcpListener
 	table     tcpTable
@@ -369,6 +374,7 @@ func (l *tcpLayer) setNow(now time.Time) {
 	}
 	l.nowT = now
 	l.now = int64(now.Sub(l.epoch))
+	l.rxAt = l.now
 }
 
 // listen starts accepting connections on port.
@@ -472,9 +478,11 @@ func (l *tcpLayer) source(i int) uint32 {
 	return ip4(l.cfg.Aliases[i-1])
 }
 
-// input takes one TCP segment (the IPv4 payload) from src to dst.
-func (l *tcpLayer) input(now time.Time, src, dst IPv4Addr, seg []byte) {
+// input takes one TCP segment (the IPv4 payload) from src to dst, which
+// arrived age ns before now (0: now, or not known).
+func (l *tcpLayer) input(now time.Time, age int64, src, dst IPv4Addr, seg []byte) {
 	l.setNow(now)
+	l.rxAt = max(l.now-max(age, 0), 1)
 	l.stats.InSegs++
 	t := TCP(seg)
 	if !t.Valid() {

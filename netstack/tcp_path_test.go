@@ -33,6 +33,7 @@ type delayLine struct {
 	held     [][]byte
 	heldAt   time.Time // when the first held frame came; held frames go on 2 ms after at most
 	passed   int       // frames sent on after a later one
+	noStamp  bool      // deliver frames without their arrival time (Frame.RxTime)
 }
 
 type delayedFrame struct {
@@ -105,10 +106,18 @@ func (d *delayLine) queueFrame(now time.Time, b []byte) {
 	d.q = append(d.q, delayedFrame{due.Add(d.delay), append([]byte(nil), b...)})
 }
 
-// deliver injects the frames due by now; it reports how many.
+// deliver injects the frames due by now, each stamped with when it came
+// (as AF_XDP's are); it reports how many.
 func (d *delayLine) deliver(now time.Time) int {
 	n := 0
-	for n < len(d.q) && !d.q[n].due.After(now) && d.to.Inject(d.q[n].b) {
+	for n < len(d.q) && !d.q[n].due.After(now) {
+		at := d.q[n].due
+		if d.noStamp {
+			at = time.Time{}
+		}
+		if !d.to.InjectAt(d.q[n].b, at) {
+			break
+		}
 		n++
 	}
 	d.q = d.q[n:]
@@ -375,7 +384,9 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 // transmission it repeats then took an ACK echoing that tick for its own
 // delivery (rackDelivered), and RACK deemed lost what was sent between
 // the two; taken for the earlier one's: 0 and 1 reductions, 0 and 1
-// retransmissions.
+// retransmissions. The frames' arrival times (the delay lines stamp them,
+// as AF_XDP does) move nothing here: the echoed timestamps already tell
+// which transmission an ACK answers (TestTCPPathReorderNoTimestamps).
 // Counts are exact (the path and the clock are deterministic): a
 // change that moves them should say why.
 func TestTCPPathReorder(t *testing.T) {
@@ -396,6 +407,38 @@ func TestTCPPathReorder(t *testing.T) {
 		if s.Reductions != w.reductions || s.SpuriousUndos != s.Reductions || s.PartialUndos != w.partial || s.Retransmits != w.retransmits || s.DSACKsIn != s.Retransmits || s.RTOTimeouts != 0 {
 			t.Errorf("seed %d: %d reductions, %d undone (%d in part), %d retransmissions, %d D-SACKed, %d RTOs; want %d, all (%d), %d, all, 0",
 				seed, s.Reductions, s.SpuriousUndos, s.PartialUndos, s.Retransmits, s.DSACKsIn, s.RTOTimeouts, w.reductions, w.partial, w.retransmits)
+		}
+	}
+}
+
+// TestTCPPathReorderNoTimestamps: TestTCPPathReorder's path, seeds 3 and
+// 12, between peers without timestamps. Only RFC 8985 §6.2 step 2's
+// min_RTT test then tells that an ACK answers a held-back original, not
+// its retransmission. Timed from the server's Poll, 200 µs apart, an ACK
+// that came 10 µs after the retransmission passed for its answer, and
+// RACK deemed lost all sent before it, then the same for those
+// retransmissions' ACKs: 191 and 316 retransmissions per download, each
+// a cascade after one or a few reductions. Timed from the frames'
+// arrival (Frame.RxTime, as AF_XDP stamps them): 1 and 2. Counts are
+// exact: a change that moves them should say why.
+func TestTCPPathReorderNoTimestamps(t *testing.T) {
+	for _, c := range []struct {
+		seed                           uint64
+		noStamp                        bool
+		reductions, retransmits, undos uint64
+	}{{3, false, 1, 1, 1}, {3, true, 1, 191, 1}, {12, false, 2, 2, 2}, {12, true, 5, 316, 5}} {
+		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: true})
+		n.ab.rate, n.ab.queue = 250e6, 4096
+		n.ab.reorder, n.ba.reorder = 0.10, 0.10
+		n.ab.noStamp, n.ba.noStamp = c.noStamp, c.noStamp
+		n.aPeriod = 200 * time.Microsecond
+		el := n.fetch(16 << 20)
+		s := n.a.TCPStats()
+		t.Logf("seed %d, stamps %v: %v fake time, reductions %d undone %d retrans %d (D-SACKed %d) rack-lost %d rto %d",
+			c.seed, !c.noStamp, el, s.Reductions, s.SpuriousUndos, s.Retransmits, s.DSACKsIn, s.RACKLost, s.RTOTimeouts)
+		if s.Reductions != c.reductions || s.Retransmits != c.retransmits || s.SpuriousUndos != c.undos || s.RTOTimeouts != 0 {
+			t.Errorf("seed %d, stamps %v: %d reductions, %d retransmissions, %d undone, %d RTOs; want %d, %d, %d, 0",
+				c.seed, !c.noStamp, s.Reductions, s.Retransmits, s.SpuriousUndos, s.RTOTimeouts, c.reductions, c.retransmits, c.undos)
 		}
 	}
 }

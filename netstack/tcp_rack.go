@@ -204,21 +204,31 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 //
 // ecr is the ACK's echoed timestamp, 0 if none: an echo older than a
 // retransmission's TSval says the ACK answers an earlier transmission.
+//
+// rtt ends at now, the Poll that read the ACK, as every RTT sample does
+// (rttSample, HyStart++): the sender acts on an ACK only then, and the
+// round trip that sizes its window and its timers includes that wait.
+// Step 2's question is another: which transmission did the ACK answer?
+// That takes the ACK's arrival (rxAt): an ACK that waited in the link
+// while the shard was busy would otherwise pass for the
+// retransmission's, however soon after it the ACK came. min_RTT, from
+// Poll times, is no less than the path's: an ACK that came sooner after
+// the retransmission answers the original.
 func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 	for _, e := range c.txRecs() {
 		if !e.r.gt(lo) || !e.l.lt(hi) || c.unsacked(seqMax(e.l, lo), seqMin(e.r, hi)) == 0 {
 			continue
 		}
 		rtt := l.now - e.at
-		if e.rtx && (rtt < c.minRTT || ecr != 0 && (int32(ecr-c.tsAt(e.at)) < 0 || e.prevOK && int32(ecr-e.prevTS) <= 0)) {
+		if e.rtx && (l.rxAt-e.at < c.minRTT || ecr != 0 && (int32(ecr-c.tsAt(e.at)) < 0 || e.prevOK && int32(ecr-e.prevTS) <= 0)) {
 			// Step 2: "the ACK is likely for the original transmission
 			// ... ignore this segment". Taken for the retransmission's,
 			// it would make RACK deem lost all sent before it. The
 			// timestamp clock ticks in ms, and a retransmission often
 			// leaves within the tick of the transmission it repeats: an
-			// echo no newer than that one's TSval may answer either, and
-			// the shard's own poll delay in the RTT hides the min_RTT
-			// test's answer, so the ACK counts as the earlier one's.
+			// echo no newer than that one's TSval may answer either, so
+			// the ACK counts as the earlier one's. Without timestamps
+			// only the min_RTT test tells, on the ACK's arrival.
 			continue
 		}
 		end := seqMin(e.r, hi)

@@ -121,16 +121,16 @@ func TestTCPBadSegments(t *testing.T) {
 	TCP(good).SetChecksum(tcpChecksum(ip4(tRemote), ip4(tLocal), good))
 	bad := append([]byte(nil), good...)
 	bad[17] ^= 1
-	x.l.input(x.now, tRemote, tLocal, bad)
-	x.l.input(x.now, tRemote, tLocal, good[:19])
+	x.l.input(x.now, 0, tRemote, tLocal, bad)
+	x.l.input(x.now, 0, tRemote, tLocal, good[:19])
 	short := append([]byte(nil), good...)
 	short[12] = 4 << 4 // data offset 16
-	x.l.input(x.now, tRemote, tLocal, short)
+	x.l.input(x.now, 0, tRemote, tLocal, short)
 	opt := make([]byte, 24)
 	(&TCPFields{SrcPort: tRPort, DstPort: tLPort, Seq: 5001, Ack: 1001, Flags: A, MSS: 1}).Encode(opt)
 	opt[21] = 9 // option length past the header
 	TCP(opt).SetChecksum(tcpChecksum(ip4(tRemote), ip4(tLocal), opt))
-	x.l.input(x.now, tRemote, tLocal, opt)
+	x.l.input(x.now, 0, tRemote, tLocal, opt)
 	x.expectNothing()
 	if st := x.stats(); st.ChecksumDrop != 1 || st.HeaderDrop != 2 || st.OptionDrop != 1 {
 		t.Fatalf("stats %+v", st)

@@ -108,7 +108,7 @@ func (s *Stack) tcpInput(ip IPv4) {
 	}
 	s.stats.IPv4TCP++
 	s.tcpMTU()
-	s.tcp.input(s.epoch.Add(time.Duration(s.now)), ip.Src(), ip.Dst(), ip.Payload())
+	s.tcp.input(s.epoch.Add(time.Duration(s.now)), s.rxAge, ip.Src(), ip.Dst(), ip.Payload())
 }
 
 // tcpPoll runs TCP's due timers and returns its next deadline on the
