@@ -8,8 +8,9 @@ import (
 )
 
 // AFXDPLink is the Link over one AF_XDP socket (one NIC queue). Frame.ID is
-// the frame's UMEM address; RxBatch's times are the XDP program's stamps. It is owned by the shard that owns the socket;
-// Bufs alias the UMEM and follow the Link contract's lifetimes.
+// the frame's UMEM address; RxBatch's times are the XDP program's stamps.
+// It is owned by the shard that owns the socket; Bufs alias the UMEM and
+// follow the Link contract's lifetimes.
 type AFXDPLink struct {
 	s     *afxdp.Socket
 	mtu   int
