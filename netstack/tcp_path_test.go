@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func (d *delayLine) next() time.Time {
 }
 
 type pathNet struct {
-	t      *testing.T
+	t      testing.TB
 	a, b   *Stack
 	la, lb *ChanLink
 	ab, ba *delayLine
@@ -145,11 +146,15 @@ type pathNet struct {
 	// aPeriod, when set, polls A only that often, as a loaded shard's
 	// loop runs: what it sends in one poll goes out as one burst.
 	aPeriod time.Duration
+	aBusy   time.Duration // wall time spent in A's Polls (the sender's CPU), when timeA
+	timeA   bool
+	aPolls  int // A's Polls, when timeA
+	aBursts int // of aPolls, those that sent frames
 }
 
 // newPath joins a server stack A and a client stack B by a path of delay
 // each way and loss in each direction.
-func newPath(t *testing.T, delay time.Duration, loss float64, seed uint64, cfg TCPConfig) *pathNet {
+func newPath(t testing.TB, delay time.Duration, loss float64, seed uint64, cfg TCPConfig) *pathNet {
 	n := &pathNet{t: t, now: time.Unix(1_000_000, 0)}
 	var err error
 	if n.a, err = NewStack(Config{MAC: macA, Addr: ipA, Netmask: mask}); err != nil {
@@ -177,7 +182,7 @@ func (n *pathNet) run(done func() bool, steps int) {
 		n.ab.deliver(n.now)
 		n.ba.deliver(n.now)
 		if !n.now.Before(aNext) {
-			da = n.a.Poll(n.now, n.la)
+			da = n.pollA()
 			if n.aPeriod > 0 {
 				aNext = n.now.Add(n.aPeriod)
 				da = aNext
@@ -209,13 +214,44 @@ func (n *pathNet) run(done func() bool, steps int) {
 	n.t.Fatalf("not done after %d steps; A tcp %+v\nB tcp %+v", steps, n.a.TCPStats(), n.b.TCPStats())
 }
 
+// pollA polls the sender, timed when timeA (not inlined: profiles tell
+// the sender's work from the receiver's by it).
+//
+//go:noinline
+func (n *pathNet) pollA() time.Time {
+	if !n.timeA {
+		return n.a.Poll(n.now, n.la)
+	}
+	sent := n.la.Sent()
+	t0 := time.Now()
+	d := n.a.Poll(n.now, n.la)
+	n.aBusy += time.Since(t0)
+	n.aPolls++
+	if n.la.Sent() > sent {
+		n.aBursts++
+	}
+	return d
+}
+
 // fetch has B download size bytes from A and returns the fake time it took.
 func (n *pathNet) fetch(size int) time.Duration {
 	n.t.Helper()
+	return n.fetchBody(pathBody(size))
+}
+
+// pathBody is the body of size bytes the path tests download.
+func pathBody(size int) []byte {
 	body := make([]byte, size)
 	for i := range body {
 		body[i] = byte(i*7 + i>>8)
 	}
+	return body
+}
+
+// fetchBody has B download body from A and returns the fake time it took.
+func (n *pathNet) fetchBody(body []byte) time.Duration {
+	n.t.Helper()
+	size := len(body)
 	if err := n.a.ListenTCP(80, &sizeServerEP{body: body}); err != nil {
 		n.t.Fatal(err)
 	}
@@ -440,5 +476,36 @@ func TestTCPPathReorderNoTimestamps(t *testing.T) {
 			t.Errorf("seed %d, stamps %v: %d reductions, %d retransmissions, %d undone, %d RTOs; want %d, %d, %d, 0",
 				c.seed, !c.noStamp, s.Reductions, s.Retransmits, s.SpuriousUndos, s.RTOTimeouts, c.reductions, c.retransmits, c.undos)
 		}
+	}
+}
+
+// BenchmarkTCPPathSend: a 16 MiB download over a path like the lab's
+// (50 µs each way, the sender polled every 50 µs), clean and with 1% loss
+// each way. sender-ns/MiB is the wall time in the sender's Polls, bursts/op
+// the Polls that sent frames (each a kick on AF_XDP). A CPU profile focused
+// on pollA shows what recovery costs the sender's code.
+func BenchmarkTCPPathSend(b *testing.B) {
+	body := pathBody(16 << 20)
+	for _, loss := range []float64{0, 0.01} {
+		b.Run(fmt.Sprintf("loss%g", loss*100), func(b *testing.B) {
+			var busy time.Duration
+			var rtx, in, out uint64
+			var polls, bursts int
+			for i := 0; i < b.N; i++ {
+				n := newPath(b, 50*time.Microsecond, loss, uint64(i%4)+1, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
+				n.aPeriod, n.timeA = 50*time.Microsecond, true
+				n.fetchBody(body)
+				busy += n.aBusy
+				polls, bursts = polls+n.aPolls, bursts+n.aBursts
+				s := n.a.TCPStats()
+				rtx, in, out = rtx+s.Retransmits, in+s.InSegs, out+s.OutSegs
+			}
+			b.ReportMetric(float64(busy.Nanoseconds())/float64(b.N)/16, "sender-ns/MiB")
+			b.ReportMetric(float64(rtx)/float64(b.N), "rtx/op")
+			b.ReportMetric(float64(in)/float64(b.N), "segs-in/op")
+			b.ReportMetric(float64(out)/float64(b.N), "segs-out/op")
+			b.ReportMetric(float64(polls)/float64(b.N), "polls/op")
+			b.ReportMetric(float64(bursts)/float64(b.N), "bursts/op")
+		})
 	}
 }
