@@ -26,12 +26,7 @@ func fuzzSetup(s *Site) {
 // often and no larger than the input allows, closes after bad input, and —
 // run a second time on the pooled connection — allocates nothing.
 //
-// Only the first fuzzParserMax bytes are read. The fuzzer minimizes each new
-// input before it fuzzes on, and hands out no other work meanwhile; that
-// takes a number of runs quadratic in the length when few bytes can go (each
-// byte counts in some loop), up to its 60 s limit: with inputs of 2-17 KB
-// the fuzzer sat at 0 execs/s for most of a 3-minute run, and still for
-// 20-40 s at a time with 512 bytes.
+// Only the first fuzzInputMax bytes are read.
 func FuzzParser(f *testing.F) {
 	for _, tc := range parserCases {
 		f.Add([]byte(tc.in), uint16(0))
@@ -47,7 +42,7 @@ func FuzzParser(f *testing.F) {
 	out.Grow(1 << 20)
 
 	f.Fuzz(func(t *testing.T, data []byte, split uint16) {
-		data = data[:min(len(data), fuzzParserMax)]
+		data = data[:min(len(data), fuzzInputMax)]
 		// A new server each time: what the input covers must not depend
 		// on what ran before (pooled buffers, cached files), or the
 		// fuzzer minimizes inputs whose new coverage it cannot reproduce.
@@ -107,10 +102,15 @@ func FuzzParser(f *testing.F) {
 	})
 }
 
-// fuzzParserMax bounds FuzzParser's input: a few requests, or one with a body
-// over FuzzParser's MaxBody; not the 4-8 KB line and header limits, which the
-// parser table covers.
-const fuzzParserMax = 384
+// fuzzInputMax bounds the input of the fuzz targets that serve a stream: a
+// few requests, or one with a body over FuzzParser's MaxBody; not the 4-8 KB
+// line and header limits, which the parser table covers. The fuzzer
+// minimizes each new input before it fuzzes on, and hands out no other work
+// meanwhile; that takes a number of runs quadratic in the length when few
+// bytes can go (each byte counts in some loop), up to its 60 s limit: with
+// inputs of 2-17 KB FuzzParser sat at 0 execs/s for most of a 3-minute run,
+// and still for 20-40 s at a time with 512 bytes.
+const fuzzInputMax = 384
 
 // drainInto appends and advances all pending output, counting 100 Continue
 // responses; it reports whether there was any.
