@@ -51,19 +51,7 @@ func TestTCPRACKMinRTTFromRxTime(t *testing.T) {
 	c.srtt, c.rttvar, c.rto = int64(200*time.Microsecond), int64(100*time.Microsecond), int64(time.Second)
 	c.minRTT = int64(100 * time.Microsecond)
 	c.cwnd = 10 * 1460
-	send := func(i int) {
-		app.write(pattern(1460))
-		x.kick(c)
-		if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(i) {
-			t.Fatalf("sent %v, want segment %d", got, i)
-		}
-	}
-	send(0)
-	x.advance(100 * time.Microsecond)
-	send(1)
-	x.advance(100 * time.Microsecond)
-	send(2)
-	x.advance(50 * time.Microsecond)
+	sendThreeSpaced(t, x, c, app)
 
 	// Segment 1 is SACKed: segment 0, sent 100 µs before it, is deemed
 	// lost and goes again.

@@ -421,6 +421,24 @@ func TestTCPPartialUndo(t *testing.T) {
 	}
 }
 
+// sendThreeSpaced sends segments 0, 1 and 2 of a full-sized write each,
+// 100 µs apart, and lets 50 µs more pass: the flight the step-2 tests
+// (an ACK of an original or of its retransmission) start from.
+func sendThreeSpaced(t *testing.T, x *tcpTest, c *tcpConn, app *testApp) {
+	t.Helper()
+	for i := range 3 {
+		if i > 0 {
+			x.advance(100 * time.Microsecond)
+		}
+		app.write(pattern(1460))
+		x.kick(c)
+		if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(i) {
+			t.Fatalf("sent %v, want segment %d", got, i)
+		}
+	}
+	x.advance(50 * time.Microsecond)
+}
+
 // A retransmission sent within the clock tick (1 ms) of its original
 // cannot be told from it by the echoed timestamp. An ACK that echoes that
 // tick may answer the original, held back by the path, and does not count
@@ -432,19 +450,7 @@ func TestTCPRACKSameTickEcho(t *testing.T) {
 	c, app := tsConn(x, 200*time.Microsecond, 100*time.Microsecond)
 	c.cwnd = 10 * 1460
 	tick := x.l.tsNow(c)
-	send := func(i int) {
-		app.write(pattern(1460))
-		x.kick(c)
-		if got := x.recv(); len(got) != 1 || got[0].Seq != segSeq(i) {
-			t.Fatalf("sent %v, want segment %d", got, i)
-		}
-	}
-	send(0)
-	x.advance(100 * time.Microsecond)
-	send(1)
-	x.advance(100 * time.Microsecond)
-	send(2)
-	x.advance(50 * time.Microsecond)
+	sendThreeSpaced(t, x, c, app)
 
 	// Segment 1 is SACKed 150 µs after it went: segment 0, sent 100 µs
 	// before it, is deemed lost and goes again, in the same tick.
