@@ -177,6 +177,14 @@ func TestQueueOnShard(t *testing.T) {
 		}
 	}
 	defer stop()
+	// The shard starts with nothing to do and no timer: once it has blocked
+	// (under load it may get there late), only the client's first frame
+	// (ARP, then the SYN) can wake it, through the socket.
+	for deadline := time.Now().Add(5 * time.Second); g.Stats()[0].Loop.Sleeps == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle shard never blocked")
+		}
+	}
 
 	var c net.Conn
 	err = pair.ClientNS.Do(func() error {
@@ -216,8 +224,6 @@ func TestQueueOnShard(t *testing.T) {
 		t.Errorf("dial a closed port: %v, want connection refused", err)
 	}
 	exchange("still")
-	// The shard started with nothing to do and no timer: it slept until
-	// the client's first frame (ARP, then the SYN) woke it through the socket.
 	r := g.Stats()[0]
 	if r.Loop.Sleeps == 0 || r.Get("wakeups") == 0 {
 		t.Errorf("%d sleeps, %d socket wake-ups: want both", r.Loop.Sleeps, r.Get("wakeups"))
