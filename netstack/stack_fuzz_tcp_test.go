@@ -190,8 +190,11 @@ func tcpSeedFrame(t testing.TB, flags uint8, seq, ack uint32, data string) []byt
 // connections echo, and record flags that let the fuzzer play a peer
 // (bit 3: take seq/ack from the stack's last segment; bit 4: fix the TCP
 // checksum; bit 5: the link is short of frames; bit 6: an ICMP error quotes
-// the stack's last segment to its port pair). The same invariants hold, every TCP segment sent carries a
-// valid checksum, and replaying the input reaches zero allocations.
+// the stack's last segment to its port pair; bit 7: the frame carries a
+// receive time, the record's step read as a signed count of 7 ms from the
+// last Poll, so before that Poll too, which the stack must clamp). The same
+// invariants hold, every TCP segment sent carries a valid checksum, and
+// replaying the input reaches zero allocations.
 func FuzzStackTCP(f *testing.F) {
 	syn := tcpSeedFrame(f, TCPFlagSYN, 1000, 0, "")
 	ack := tcpSeedFrame(f, TCPFlagACK, 0, 0, "")
@@ -221,6 +224,9 @@ func FuzzStackTCP(f *testing.F) {
 	tooBig := fragNeededFrame(macA, IPv4(ours), 576)
 	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(ack, peer, 0), fuzzRecord(data, peer, 0), fuzzRecord(tooBig, 64|4|2, 1), fuzzRecord(ack, peer, 10)))
 	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(ack, peer, 0), fuzzRecord(data, peer|32, 0), fuzzRecord(data, peer|32, 1)))
+	// Receive times: the echo's ACK arrives 7 ms after the last Poll, read
+	// 50 ms after it; then one stamped 7 ms before that Poll.
+	f.Add(cat(fuzzRecord(syn, 4, 0), fuzzRecord(ack, peer, 0), fuzzRecord(data, peer, 1), fuzzRecord(ack, peer|128, 1), fuzzRecord(ack, peer|128, 0xff), fuzzRecord(fin, peer, 1)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cfg := testConfig()
 		cfg.ARPCacheSize, cfg.PendingMax, cfg.Batch, cfg.MaxRxBatches = 8, 4, 8, 2
@@ -268,7 +274,11 @@ func FuzzStackTCP(f *testing.F) {
 				}
 				s.FramesShort(flags&32 != 0)
 				fixChecksums(fr, flags&1 != 0 || flags&16 != 0, flags&2 != 0)
-				link.Inject(fr)
+				if flags&128 != 0 {
+					link.InjectAt(fr, now.Add(time.Duration(int8(step))*7*time.Millisecond))
+				} else {
+					link.Inject(fr)
+				}
 				if flags&4 != 0 || i == fuzzMaxFrames-1 || len(d) < 4 {
 					now = now.Add(time.Duration(step) * 50 * time.Millisecond)
 					s.Poll(now, link)
