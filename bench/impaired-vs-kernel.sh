@@ -12,6 +12,7 @@
 #   sudo TCP_CC=newreno ONLY=delay bench/impaired-vs-kernel.sh # percore's --tcp-cc; paths whose name contains ONLY
 #   sudo ONLY='loss 1%' bench/impaired-vs-kernel.sh  # a name given whole: that path alone
 #   sudo LINUX_CC=host bench/impaired-vs-kernel.sh   # nginx on the host's default (e.g. bbr)
+#   sudo CLIENT_TS=0 ONLY=reorder bench/impaired-vs-kernel.sh # a client without TCP timestamps (as Windows)
 #   sudo BASE=50253eb ONLY='loss 1%' bench/impaired-vs-kernel.sh # before/after: httpd at BASE and at the work tree
 #
 # BASE=<commit> builds httpd at that commit (in a git worktree under the
@@ -53,6 +54,8 @@ if [[ -z $LINUX_CC ]]; then
 	[[ $TCP_CC == newreno ]] && LINUX_CC=reno
 fi
 PER_GET=${PER_GET:-300} # seconds a download may take before it counts as failed
+CLIENT_TS=${CLIENT_TS:-1} # 0: the client offers no TCP timestamps (RFC 7323)
+[[ $CLIENT_TS == [01] ]] || { echo "impaired-vs-kernel: CLIENT_TS=$CLIENT_TS: give 0 or 1" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -222,6 +225,9 @@ for path in "${paths[@]}"; do
 	cli=$(sed -n 's/^client commands:  ip netns exec \([^ ]*\) .*/\1/p' "$dir/lab.out")
 	ip3=${ip1%.*}.3
 	ip -n "$srvns" addr add "$ip3/24" dev "$srvif"
+	# Both senders then go without timestamps: a connection has them only
+	# when the client's SYN offers them.
+	ip netns exec "$cli" sysctl -qw net.ipv4.tcp_timestamps="$CLIENT_TS"
 	# The bridge copies frames as they are: the kernel must send whole,
 	# checksummed ones (the lab does the same on the client end).
 	ip netns exec "$srvns" ethtool -K "$srvif" tx off tso off gso off >/dev/null
@@ -275,6 +281,7 @@ else
 	echo "download), medians; every download sha256-checked."
 fi
 echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
+((CLIENT_TS)) || echo "The client offered no TCP timestamps (CLIENT_TS=0): neither sender used them."
 echo
 if [[ -z $BASE ]]; then
 	echo "| path | size | nginx (Linux) s | percore native s | percore/Linux | nginx CPU-s | percore CPU-s | percore/Linux |"
