@@ -23,7 +23,7 @@ import (
 type frameRing struct {
 	buf  []byte      // size slots of slot bytes
 	lens []uint32    // each slot's frame length; written by the producer before it publishes
-	ats  []time.Time // each slot's frame's receive time (netstack.Frame.RxTime), likewise
+	ats  []time.Time // each slot's frame's receive time (what RxBatch reports), likewise
 	slot uint32
 	mask uint32
 

@@ -34,7 +34,7 @@ type delayLine struct {
 	held     [][]byte
 	heldAt   time.Time // when the first held frame came; held frames go on 2 ms after at most
 	passed   int       // frames sent on after a later one
-	noStamp  bool      // deliver frames without their arrival time (Frame.RxTime)
+	noStamp  bool      // deliver frames without their arrival time (RxBatch's at)
 }
 
 type delayedFrame struct {
@@ -455,7 +455,7 @@ func TestTCPPathReorder(t *testing.T) {
 // RACK deemed lost all sent before it, then the same for those
 // retransmissions' ACKs: 191 and 316 retransmissions per download, each
 // a cascade after one or a few reductions. Timed from the frames'
-// arrival (Frame.RxTime, as AF_XDP stamps them): 1 and 2. Counts are
+// arrival (RxBatch's times, as AF_XDP stamps them): 1 and 2. Counts are
 // exact: a change that moves them should say why.
 func TestTCPPathReorderNoTimestamps(t *testing.T) {
 	for _, c := range []struct {
