@@ -64,13 +64,20 @@ func progCases(t *testing.T) []progCase {
 	}
 }
 
-func TestProgramNoSocketPasses(t *testing.T) {
-	needRoot(t)
-	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}})
+// testProgram loads the steering program with c, closed when the test ends.
+func testProgram(t *testing.T, c ProgramConfig) *Program {
+	t.Helper()
+	p, err := NewProgram(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestProgramNoSocketPasses(t *testing.T) {
+	needRoot(t)
+	p := testProgram(t, ProgramConfig{IP: ourIP, Ports: []uint16{80}})
 	// With no socket in the XSKMAP every frame, ours or not, goes to the
 	// kernel: bpf_redirect_map falls back to XDP_PASS.
 	for _, c := range progCases(t) {
@@ -86,11 +93,7 @@ func TestProgramNoSocketPasses(t *testing.T) {
 
 func TestProgramSteers(t *testing.T) {
 	s := labSocket(t, "pt")
-	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testProgram(t, ProgramConfig{IP: ourIP, Ports: []uint16{80}})
 	if err := p.Register(s); err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +179,7 @@ func checkMutations(t *testing.T, p *Program, allTCP bool) {
 
 func TestProgramAllTCP(t *testing.T) {
 	s := labSocket(t, "pz")
-	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}, AllTCP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testProgram(t, ProgramConfig{IP: ourIP, Ports: []uint16{80}, AllTCP: true})
 	if err := p.Register(s); err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +233,7 @@ func steerModel(f []byte, ip [4]byte, port uint16, allTCP bool) bool {
 // ICMP, TCP to an allowed port); other addresses are not.
 func TestProgramSteersAliases(t *testing.T) {
 	s := labSocket(t, "pa")
-	p, err := NewProgram(ProgramConfig{IP: ourIP, Aliases: []netip.Addr{otherIP}, Ports: []uint16{80}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testProgram(t, ProgramConfig{IP: ourIP, Aliases: []netip.Addr{otherIP}, Ports: []uint16{80}})
 	if err := p.Register(s); err != nil {
 		t.Fatal(err)
 	}
@@ -268,11 +263,7 @@ func TestProgramSteersAliases(t *testing.T) {
 // the data.
 func TestProgramStamps(t *testing.T) {
 	needRoot(t)
-	p, err := NewProgram(ProgramConfig{IP: ourIP, Ports: []uint16{80}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testProgram(t, ProgramConfig{IP: ourIP, Ports: []uint16{80}})
 	for _, c := range progCases(t) {
 		out := make([]byte, len(c.frame)+64)
 		before := monoNow()
