@@ -177,24 +177,31 @@ answers() {
 	exit 1
 }
 
-# get URL SIZE: one download in the client namespace; sets t (seconds) and
+# get URL SIZE: one download in the client namespace; sets t (seconds),
 # cpu (the whole machine's busy CPU-seconds meanwhile: sender, bridge and
-# curl share the CPUs, so this is the fairer figure when they are all busy),
-# or fails the script when the bytes differ.
+# curl share the CPUs, so this is the fairer figure when they are all busy)
+# and sw (the machine's context switches meanwhile: on a VM each wake-up
+# across CPUs is an interrupt, and they make most of the difference), or
+# fails the script when the bytes differ.
 get() {
-	local out=$dir/got b0
+	local out=$dir/got b0 s0
 	rm -f "$out"
 	b0=$(busy)
+	s0=$(switches)
 	t=$(ip netns exec "$cli" curl -fsS --max-time "$PER_GET" -o "$out" -w '%{time_total}' "$1") || {
 		echo "impaired-vs-kernel: $1 failed" >&2
 		return 1
 	}
 	cpu=$(awk -v d=$(($(busy) - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", d/hz}')
+	sw=$(($(switches) - s0))
 	[[ $(sha256sum <"$out" | cut -d' ' -f1) == "${sum[$2]}" ]] || {
 		echo "impaired-vs-kernel: $1: the bytes differ" >&2
 		return 1
 	}
 }
+
+# switches: the machine's context switches since boot.
+switches() { awk '/^ctxt /{print $2; exit}' /proc/stat; }
 
 # ratio A B: A/B, or 0 when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{print (b > 0 ? a/b : 0)}'; }
@@ -208,7 +215,7 @@ label() {
 	esac
 }
 
-declare -A res cpus url
+declare -A res cpus sws url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -262,7 +269,8 @@ for path in "${paths[@]}"; do
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
 				res[$name,$s,$sender]+="$t "
 				cpus[$name,$s,$sender]+="$cpu "
-				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s" >&2
+				sws[$name,$s,$sender]+="$sw "
+				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s, $sw context switches" >&2
 			done
 		done
 	done
@@ -307,5 +315,20 @@ for path in "${paths[@]}"; do
 				"$name" "$spec" "$s" "$a" "$o" "$b" "$(ratio "$b" "$o")" "$(ratio "$b" "$a")" \
 				"$ca" "$co" "$cb" "$(ratio "$cb" "$co")" "$(ratio "$cb" "$ca")"
 		fi
+	done
+done
+
+# Context switches per download, the whole machine's, medians.
+echo
+echo "| path | size |$(for x in "${senders[@]}"; do printf ' %s switches |' "$(label "$x")"; done)"
+echo "|---|---:|$(for _ in "${senders[@]}"; do printf -- '---:|'; done)"
+for path in "${paths[@]}"; do
+	name=${path%%|*}
+	for s in "${sizes[@]}"; do
+		printf '| %s | %d MiB |' "$name" "$s"
+		for x in "${senders[@]}"; do
+			printf ' %.0f |' "$(median <<<"${sws[$name,$s,$x]}")"
+		done
+		echo
 	done
 done
