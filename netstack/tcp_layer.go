@@ -482,6 +482,10 @@ func (l *tcpLayer) source(i int) uint32 {
 // arrived age ns before now (0: now, or not known).
 func (l *tcpLayer) input(now time.Time, age int64, src, dst IPv4Addr, seg []byte) {
 	l.setNow(now)
+	// Not a guard for 0 as "unset" (nothing reads rxAt so): the layer's
+	// clock starts at 1 on its first entry, which comes after the stack's
+	// first Poll when TCP is enabled later, so the stack's floor can lie
+	// before it. An arrival before the layer's start counts from it.
 	l.rxAt = max(l.now-max(age, 0), 1)
 	l.stats.InSegs++
 	t := TCP(seg)
