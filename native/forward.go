@@ -441,8 +441,8 @@ func (l *fwdLink) sendForwarded() {
 // MTU implements netstack.Link.
 func (l *fwdLink) MTU() int { return l.mtu }
 
-// RxClock implements netstack.Link: the queues' links' clock, in which the
-// frames forwarded from other queues keep their times.
+// RxClock implements netstack.Link: the forwarding's, which the times of
+// the frames from every queue read.
 func (l *fwdLink) RxClock() time.Time { return l.f.clock }
 
 // ready reports whether frames wait in the rings this shard reads, or in

@@ -22,8 +22,8 @@ type Link interface {
 	// link knows (AF_XDP: the XDP program's stamp), in nanoseconds since
 	// RxClock, and 0 if not: the stack tells by it which transmission an
 	// ACK answers, however long after the frame's arrival its Poll reads
-	// it. The times stay raw integers: the stack converts them with one
-	// offset a Poll, where a time.Time each cost a division a frame.
+	// it. The times are integers so that the stack converts them with
+	// one offset a Poll: a time.Time each cost a division a frame.
 	RxBatch(fs []Frame, at []int64) int
 	// RxClock is the instant RxBatch's times count from, on the clock of
 	// the times passed to Poll (AF_XDP: when CLOCK_MONOTONIC read zero).

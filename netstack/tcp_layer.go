@@ -482,10 +482,12 @@ func (l *tcpLayer) source(i int) uint32 {
 // arrived age ns before now (0: now, or not known).
 func (l *tcpLayer) input(now time.Time, age int64, src, dst IPv4Addr, seg []byte) {
 	l.setNow(now)
-	// Not a guard for 0 as "unset" (nothing reads rxAt so): the layer's
-	// clock starts at 1 on its first entry, which comes after the stack's
-	// first Poll when TCP is enabled later, so the stack's floor can lie
-	// before it. An arrival before the layer's start counts from it.
+	// rxAt stays in the layer's own time, [1, now] (its clock starts at
+	// 1), whatever age the caller passes; 0 does not mean unset (nothing
+	// reads rxAt so). Through a Stack the 1 never binds, since TCP is
+	// enabled before the first Poll and the stack's floor is at or after
+	// the layer's start; it holds a stack given TCP after it has polled,
+	// and a test that drives the layer with an age longer than its life.
 	l.rxAt = max(l.now-max(age, 0), 1)
 	l.stats.InSegs++
 	t := TCP(seg)
