@@ -97,7 +97,7 @@ func (s *Socket) wakeRx() {
 // Fill moves up to n frames from the socket's free list to the fill ring
 // and returns how many it moved: a shard that transmits received frames
 // directly (reflection) uses it to keep the fill ring stocked. It clears
-// their stamp slots (RxTime): a frame sent from a chunk wrote there.
+// their stamp slots (RxStamp): a frame sent from a chunk wrote there.
 func (s *Socket) Fill(n int) int {
 	n = min(n, len(s.free))
 	idx, got := s.fill.reserve(uint32(n))

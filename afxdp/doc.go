@@ -14,7 +14,7 @@
 // The shard loop of queue q, with descs reused across iterations:
 //
 //	n := s.Receive(rx)                 // rx descriptors; s.Frame(d.Addr, int(d.Len)) views the bytes
-//	... s.RxTime(d.Addr)               // when the frame arrived: the XDP program's stamp
+//	... s.RxStamp(d.Addr)              // when it arrived: the XDP program's stamp (ns, afxdp.RxClock)
 //	... s.Release(rx[:n])              // back to the fill ring
 //	m := s.AllocTx(tx)                 // free frames; write, set Len
 //	s.Transmit(tx[:m]); s.Kick()       // tx ring, then wake the kernel

@@ -206,7 +206,7 @@ func lookupElem(m int, store asm.Instruction) asm.Instructions {
 // metadata in front of the data: in zero-copy it stays in the frame's
 // headroom, and copy mode copies data_meta..data_end. A driver without
 // metadata support fails the adjust: the frame goes on without a stamp, and
-// the socket finds the zero its slot was cleared to (Socket.RxTime).
+// the socket finds the zero its slot was cleared to (Socket.RxStamp).
 func stamp() asm.Instructions {
 	return asm.Instructions{
 		// bpf_xdp_adjust_meta(ctx, -8): 8 bytes of metadata before data.

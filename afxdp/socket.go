@@ -64,9 +64,8 @@ type Socket struct {
 	free []uint64 // frames owned by the socket, LIFO; cap is FrameCount
 
 	st       counters
-	lastBusy bool      // the last kick got EBUSY or ENOBUFS
-	busyPoll bool      // recvfrom and sendto run the queue's NAPI poll (BusyPoll)
-	clock    monoClock // converts the XDP program's receive stamps (RxTime)
+	lastBusy bool // the last kick got EBUSY or ENOBUFS
+	busyPoll bool // recvfrom and sendto run the queue's NAPI poll (BusyPoll)
 }
 
 // counters are the socket's own numbers, private to the owning shard.
@@ -99,7 +98,7 @@ func Open(c Config) (*Socket, error) {
 		}
 		return nil, sysErr("create socket", err)
 	}
-	s := &Socket{fd: fd, ifindex: ifi.Index, queue: c.Queue, frameSize: uint32(c.FrameSize), clock: newMonoClock()}
+	s := &Socket{fd: fd, ifindex: ifi.Index, queue: c.Queue, frameSize: uint32(c.FrameSize)}
 	s.frameMask = ^uint64(c.FrameSize - 1)
 	if err := s.setup(c); err != nil {
 		s.Close()

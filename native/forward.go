@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"percore/afxdp"
 	"percore/netstack"
 )
 
@@ -58,6 +59,9 @@ type forwarding struct {
 	wake           []*waker       // wake[p]: shard p's, for the rings it reads
 	slot           int            // bytes a ring slot holds: the largest frame
 	ringSize       int
+	// clock is the RxClock of every queue's link, whose receive times the
+	// rings carry: the sockets' stamps all read CLOCK_MONOTONIC.
+	clock time.Time
 }
 
 // forwardRing is the frames a ring holds: many polls' worth (a stack takes
@@ -66,7 +70,7 @@ type forwarding struct {
 const forwardRing = 4096
 
 func newForwarding(shards, queues, mtu int, key []byte, keyNote string) (_ *forwarding, err error) {
-	f := &forwarding{shards: shards, queues: queues, hash: newFlowHash(key), keyNote: keyNote, slot: mtu + 14, ringSize: forwardRing}
+	f := &forwarding{shards: shards, queues: queues, hash: newFlowHash(key), keyNote: keyNote, slot: mtu + 14, ringSize: forwardRing, clock: afxdp.RxClock()}
 	defer func() {
 		if err != nil {
 			f.close()
@@ -171,7 +175,7 @@ type fwdLink struct {
 	txOut *frameRing   // queueless: the ring to the home owner
 
 	batch   []netstack.Frame // owner: a batch from the socket, or of tx frames
-	batchAt []time.Time      // owner: when each frame of a received batch arrived
+	batchAt []int64          // owner: when each frame of a received batch arrived
 	done    []netstack.Frame // owner: frames forwarded, back to the socket
 
 	// Queueless: the transmit buffers the stack writes into (TxAlloc), and
@@ -205,7 +209,7 @@ func (f *forwarding) newFwdLink(self int, xsk netstack.Link, mtu, batch, txFrame
 			}
 		}
 		l.batch = make([]netstack.Frame, batch)
-		l.batchAt = make([]time.Time, batch)
+		l.batchAt = make([]int64, batch)
 		l.done = make([]netstack.Frame, 0, batch)
 		return l
 	}
@@ -223,7 +227,7 @@ func (f *forwarding) newFwdLink(self int, xsk netstack.Link, mtu, batch, txFrame
 // other shards copied into their rings, with their arrival times, and
 // given back to the socket at once, then the frames other owners forwarded
 // to this shard.
-func (l *fwdLink) RxBatch(fs []netstack.Frame, at []time.Time) int {
+func (l *fwdLink) RxBatch(fs []netstack.Frame, at []int64) int {
 	k := 0
 	if l.xsk != nil {
 		// A batch that held only other shards' frames leaves room: take
@@ -271,7 +275,7 @@ func (l *fwdLink) RxBatch(fs []netstack.Frame, at []time.Time) int {
 }
 
 // keep puts frame fr, which arrived at t, at k of the batch RxBatch fills.
-func keep(fs []netstack.Frame, at []time.Time, k int, fr netstack.Frame, t time.Time) {
+func keep(fs []netstack.Frame, at []int64, k int, fr netstack.Frame, t int64) {
 	fs[k] = fr
 	if at != nil {
 		at[k] = t
@@ -280,7 +284,7 @@ func keep(fs []netstack.Frame, at []time.Time, k int, fr netstack.Frame, t time.
 
 // forward copies frame b, which arrived at t, into the ring to shard p
 // (none to ourselves).
-func (l *fwdLink) forward(p int, b []byte, t time.Time) {
+func (l *fwdLink) forward(p int, b []byte, t int64) {
 	r := l.out[p]
 	if r == nil {
 		return
@@ -394,7 +398,7 @@ func (l *fwdLink) Flush() {
 			break // full: the rest waits for the owner
 		}
 		at := int(t.idx) * l.f.slot
-		l.txOut.push(copy(s, l.pool[at:at+int(t.n)]), time.Time{})
+		l.txOut.push(copy(s, l.pool[at:at+int(t.n)]), 0)
 		l.free = append(l.free, t.idx)
 		sent++
 	}
@@ -436,6 +440,10 @@ func (l *fwdLink) sendForwarded() {
 
 // MTU implements netstack.Link.
 func (l *fwdLink) MTU() int { return l.mtu }
+
+// RxClock implements netstack.Link: the forwarding's, which the times of
+// the frames from every queue read.
+func (l *fwdLink) RxClock() time.Time { return l.f.clock }
 
 // ready reports whether frames wait in the rings this shard reads, or in
 // its own queue for room in the ring to its owner.

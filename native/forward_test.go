@@ -133,14 +133,14 @@ func TestForwardRoute(t *testing.T) {
 // The ring hands frames over in order, with their receive times, refuses
 // when full, and reuses a slot only after release.
 func TestFrameRing(t *testing.T) {
-	r := newFrameRing(3, 64) // rounds up to 4
-	t0 := time.Unix(1_000_000, 0)
+	r := newFrameRing(3, 64)      // rounds up to 4
+	const t0 = int64(1_000_000e9) // a receive time, as a link reports it
 	for i := range 4 {
 		s := r.next()
 		if s == nil {
 			t.Fatalf("slot %d refused", i)
 		}
-		r.push(copy(s, []byte{byte(i), byte(i)}), t0.Add(time.Duration(i)))
+		r.push(copy(s, []byte{byte(i), byte(i)}), t0+int64(i))
 	}
 	if r.next() != nil {
 		t.Fatal("a full ring gave a slot")
@@ -150,7 +150,7 @@ func TestFrameRing(t *testing.T) {
 	}
 	r.publish()
 	for i := range 4 {
-		if b, at := r.take(); !bytes.Equal(b, []byte{byte(i), byte(i)}) || !at.Equal(t0.Add(time.Duration(i))) {
+		if b, at := r.take(); !bytes.Equal(b, []byte{byte(i), byte(i)}) || at != t0+int64(i) {
 			t.Fatalf("frame %d: %v at %v", i, b, at)
 		}
 	}
@@ -180,7 +180,7 @@ func TestFrameRingConcurrent(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint64(s, i)
 			binary.LittleEndian.PutUint64(s[8:], ^i)
-			r.push(16, time.Time{})
+			r.push(16, 0)
 			i++
 			if i%7 == 0 {
 				r.publish()
@@ -219,6 +219,7 @@ func newFwdPair(t testing.TB) *fwdPair {
 	}
 	t.Cleanup(f.close)
 	p := &fwdPair{f: f, nic: netstack.NewChanLink(1500, 256), fs: make([]netstack.Frame, 64)}
+	f.clock = p.nic.RxClock() // the ChanLink plays the socket
 	p.owner = f.newFwdLink(0, p.nic, 1500, 64, 0, &p.ost)
 	p.other = f.newFwdLink(1, nil, 1500, 64, 128, &p.pst)
 	return p
@@ -298,10 +299,10 @@ func TestForwardRxTime(t *testing.T) {
 	if n := p.rx(p.owner, func([]byte) {}); n != 0 {
 		t.Fatalf("owner kept %d frames", n)
 	}
-	got := make([]time.Time, len(p.fs))
+	got := make([]int64, len(p.fs))
 	n := p.other.RxBatch(p.fs, got)
-	if n != 1 || !got[0].Equal(at) {
-		t.Fatalf("shard 1 received %d frames, the first at %v; want 1 at %v", n, got[0], at)
+	if gotAt := p.other.RxClock().Add(time.Duration(got[0])); n != 1 || !gotAt.Equal(at) {
+		t.Fatalf("shard 1 received %d frames, the first at %v; want 1 at %v", n, gotAt, at)
 	}
 	p.other.RxDone(p.fs[:n])
 }

@@ -2,7 +2,6 @@ package native
 
 import (
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,9 +20,9 @@ import (
 // never touches another shard's UMEM, so shards close their sockets in any
 // order.
 type frameRing struct {
-	buf  []byte      // size slots of slot bytes
-	lens []uint32    // each slot's frame length; written by the producer before it publishes
-	ats  []time.Time // each slot's frame's receive time (what RxBatch reports), likewise
+	buf  []byte   // size slots of slot bytes
+	lens []uint32 // each slot's frame length; written by the producer before it publishes
+	ats  []int64  // each slot's frame's receive time (what RxBatch reports), likewise
 	slot uint32
 	mask uint32
 
@@ -43,7 +42,7 @@ type frameRing struct {
 // bytes each.
 func newFrameRing(size, slot int) *frameRing {
 	n := int(ceilPow2(size))
-	return &frameRing{buf: make([]byte, n*slot), lens: make([]uint32, n), ats: make([]time.Time, n), slot: uint32(slot), mask: uint32(n - 1)}
+	return &frameRing{buf: make([]byte, n*slot), lens: make([]uint32, n), ats: make([]int64, n), slot: uint32(slot), mask: uint32(n - 1)}
 }
 
 // next returns the next free slot to write a frame of at most the slot size
@@ -60,9 +59,9 @@ func (r *frameRing) next() []byte {
 }
 
 // push records that the slot next returned holds a frame of n bytes that
-// arrived at at (zero: unknown). The consumer sees it after publish.
-// Producer only.
-func (r *frameRing) push(n int, at time.Time) {
+// arrived at at (a receive time as RxBatch reports it; 0: unknown). The
+// consumer sees it after publish. Producer only.
+func (r *frameRing) push(n int, at int64) {
 	r.lens[r.put&r.mask] = uint32(n)
 	r.ats[r.put&r.mask] = at
 	r.put++
@@ -80,11 +79,11 @@ func (r *frameRing) publish() bool {
 
 // take returns the next published frame, valid until release gives it
 // back, and its receive time, or nil when there is none. Consumer only.
-func (r *frameRing) take() ([]byte, time.Time) {
+func (r *frameRing) take() ([]byte, int64) {
 	if r.read == r.got {
 		r.got = r.tail.Load()
 		if r.read == r.got {
-			return nil, time.Time{}
+			return nil, 0
 		}
 	}
 	s := r.read & r.mask

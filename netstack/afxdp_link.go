@@ -8,12 +8,14 @@ import (
 )
 
 // AFXDPLink is the Link over one AF_XDP socket (one NIC queue). Frame.ID is
-// the frame's UMEM address; RxBatch's times are the XDP program's stamps.
+// the frame's UMEM address; RxBatch's times are the XDP program's stamps
+// (CLOCK_MONOTONIC ns: RxClock is afxdp.RxClock).
 // It is owned by the shard that owns the socket; Bufs alias the UMEM and
 // follow the Link contract's lifetimes.
 type AFXDPLink struct {
 	s     *afxdp.Socket
 	mtu   int
+	clock time.Time    // afxdp.RxClock, read once
 	descs []afxdp.Desc // scratch for one batch
 }
 
@@ -23,7 +25,7 @@ func NewAFXDPLink(s *afxdp.Socket, mtu, batch int) (*AFXDPLink, error) {
 	if mtu+14 > s.FrameSize()-256 {
 		return nil, fmt.Errorf("netstack: mtu %d does not fit an AF_XDP frame of %d bytes (256 of headroom): use 4096-byte frames or a smaller MTU", mtu, s.FrameSize())
 	}
-	return &AFXDPLink{s: s, mtu: mtu, descs: make([]afxdp.Desc, batch)}, nil
+	return &AFXDPLink{s: s, mtu: mtu, clock: afxdp.RxClock(), descs: make([]afxdp.Desc, batch)}, nil
 }
 
 // Socket returns the wrapped socket (for stats and its fd).
@@ -31,18 +33,21 @@ func (l *AFXDPLink) Socket() *afxdp.Socket { return l.s }
 
 // RxBatch implements Link. Each stamp is read (and so cleared), at nil
 // or not.
-func (l *AFXDPLink) RxBatch(fs []Frame, at []time.Time) int {
+func (l *AFXDPLink) RxBatch(fs []Frame, at []int64) int {
 	d := l.descs[:min(len(fs), len(l.descs))]
 	n := l.s.Receive(d)
 	for i := range n {
 		fs[i] = Frame{Buf: l.s.Frame(d[i].Addr, int(d[i].Len)), ID: d[i].Addr}
-		t := l.s.RxTime(d[i].Addr)
+		t := l.s.RxStamp(d[i].Addr)
 		if at != nil {
 			at[i] = t
 		}
 	}
 	return n
 }
+
+// RxClock implements Link.
+func (l *AFXDPLink) RxClock() time.Time { return l.clock }
 
 // RxDone implements Link: the frames go back to the fill ring.
 func (l *AFXDPLink) RxDone(fs []Frame) {

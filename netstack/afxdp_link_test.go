@@ -85,14 +85,14 @@ func TestAFXDPLinkRoundTrip(t *testing.T) {
 
 	var got []byte
 	var gotAt, read time.Time
-	at := make([]time.Time, len(fs))
+	at := make([]int64, len(fs))
 	for end := time.Now().Add(3 * time.Second); got == nil && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		link.Flush()
 		n := link.RxBatch(fs, at)
 		read = time.Now()
 		for i, f := range fs[:n] {
 			if len(f.Buf) >= 42 && f.Buf[23] == 1 && f.Buf[34] == 0 && binary.BigEndian.Uint16(f.Buf[38:]) == 0x7063 {
-				got, gotAt = append([]byte(nil), f.Buf...), at[i]
+				got, gotAt = append([]byte(nil), f.Buf...), link.RxClock().Add(time.Duration(at[i]))
 			}
 		}
 		link.RxDone(fs[:n])

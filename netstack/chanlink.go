@@ -19,7 +19,7 @@ type ChanLink struct {
 	nframe int    // frames per pool; rx IDs are [0,n), tx IDs [n,2n)
 	mem    []byte // all frames
 	state  []uint8
-	rxAt   []time.Time // each rx frame's arrival, set by InjectAt
+	rxAt   []int64 // each rx frame's arrival, set by InjectAt: Unix ns, 0 if none
 
 	rxFree []uint64 // free rx frame IDs (stack)
 	rxQ    ring     // injected, waiting for RxBatch
@@ -93,7 +93,7 @@ func NewChanLink(mtu, frames int) *ChanLink {
 		mtu: mtu, size: mtu + EthernetHeaderLen, nframe: frames,
 		mem:    make([]byte, 2*frames*(mtu+EthernetHeaderLen)),
 		state:  make([]uint8, 2*frames),
-		rxAt:   make([]time.Time, frames),
+		rxAt:   make([]int64, frames),
 		rxFree: make([]uint64, 0, frames),
 		txFree: make([]uint64, 0, frames),
 		rxQ:    newRing(frames), txQ: newRing(frames), outQ: newRing(frames),
@@ -124,8 +124,9 @@ func (l *ChanLink) MTU() int { return l.mtu }
 // use or frame is longer than MTU+14 bytes.
 func (l *ChanLink) Inject(frame []byte) bool { return l.InjectAt(frame, time.Time{}) }
 
-// InjectAt is Inject for a frame that arrived at at: RxBatch reports that
-// time.
+// InjectAt is Inject for a frame that arrived at at (the zero Time: not
+// known). RxBatch reports it as Unix nanoseconds (RxClock is the Unix
+// epoch), so a time at the Unix epoch itself reads as not known.
 func (l *ChanLink) InjectAt(frame []byte, at time.Time) bool {
 	if len(l.rxFree) == 0 || len(frame) > l.size {
 		l.Stats.InjectDrops++
@@ -134,7 +135,10 @@ func (l *ChanLink) InjectAt(frame []byte, at time.Time) bool {
 	id := l.rxFree[len(l.rxFree)-1]
 	l.rxFree = l.rxFree[:len(l.rxFree)-1]
 	copy(l.buf(id), frame)
-	l.rxAt[id] = at
+	l.rxAt[id] = 0
+	if !at.IsZero() {
+		l.rxAt[id] = at.UnixNano()
+	}
 	l.state[id] = clRxQueued
 	l.rxQ.push(id, len(frame))
 	l.Stats.Injected++
@@ -142,7 +146,7 @@ func (l *ChanLink) InjectAt(frame []byte, at time.Time) bool {
 }
 
 // RxBatch implements Link.
-func (l *ChanLink) RxBatch(fs []Frame, at []time.Time) int {
+func (l *ChanLink) RxBatch(fs []Frame, at []int64) int {
 	n := 0
 	for n < len(fs) && l.rxQ.len > 0 {
 		id, ln := l.rxQ.pop()
@@ -156,6 +160,9 @@ func (l *ChanLink) RxBatch(fs []Frame, at []time.Time) int {
 	l.Stats.RxDelivered += uint64(n)
 	return n
 }
+
+// RxClock implements Link: InjectAt's times are Unix nanoseconds.
+func (l *ChanLink) RxClock() time.Time { return time.Unix(0, 0) }
 
 // RxDone implements Link.
 func (l *ChanLink) RxDone(fs []Frame) {

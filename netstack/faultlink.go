@@ -78,13 +78,16 @@ func (l *FaultLink) corrupt(b []byte) {
 	}
 }
 
+// RxClock implements Link: inner's.
+func (l *FaultLink) RxClock() time.Time { return l.inner.RxClock() }
+
 // MTU implements Link.
 func (l *FaultLink) MTU() int { return l.inner.MTU() }
 
 // RxBatch implements Link: held frames that are due come first, then new
 // frames from inner, minus the lost and newly held ones. A held frame
 // arrives when it is let go: it has no time.
-func (l *FaultLink) RxBatch(fs []Frame, at []time.Time) int {
+func (l *FaultLink) RxBatch(fs []Frame, at []int64) int {
 	n := 0
 	j := 0
 	for _, h := range l.rxHeld {
@@ -92,7 +95,7 @@ func (l *FaultLink) RxBatch(fs []Frame, at []time.Time) int {
 		if h.calls <= 0 && n < len(fs) {
 			fs[n] = h.f
 			if at != nil {
-				at[n] = time.Time{}
+				at[n] = 0
 			}
 			n++
 			continue
@@ -103,7 +106,7 @@ func (l *FaultLink) RxBatch(fs []Frame, at []time.Time) int {
 	clear(l.rxHeld[j:])
 	l.rxHeld = l.rxHeld[:j]
 
-	var innerAt []time.Time
+	var innerAt []int64
 	if at != nil {
 		innerAt = at[n:]
 	}

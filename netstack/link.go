@@ -19,11 +19,17 @@ type Frame struct {
 type Link interface {
 	// RxBatch fills fs with received frames and returns how many. at,
 	// when not nil (as long as fs), gets when each frame arrived, if the
-	// link knows (AF_XDP: the XDP program's stamp), on the clock of the
-	// times passed to Poll, and the zero Time if not: the stack tells by
-	// it which transmission an ACK answers, however long after the
-	// frame's arrival its Poll reads it.
-	RxBatch(fs []Frame, at []time.Time) int
+	// link knows (AF_XDP: the XDP program's stamp), in nanoseconds since
+	// RxClock, and 0 if not: the stack tells by it which transmission an
+	// ACK answers, however long after the frame's arrival its Poll reads
+	// it. The times are integers so that the stack converts them with
+	// one offset a Poll: a time.Time each cost a division a frame.
+	RxBatch(fs []Frame, at []int64) int
+	// RxClock is the instant RxBatch's times count from, on the clock of
+	// the times passed to Poll (AF_XDP: when CLOCK_MONOTONIC read zero).
+	// It does not change while the link lives. A link that never reports
+	// a time may return the zero Time.
+	RxClock() time.Time
 	// RxDone gives received frames back to the link.
 	RxDone(fs []Frame)
 	// TxAlloc fills fs with empty frames of MTU+14 bytes to write into and

@@ -1,12 +1,14 @@
 package netstack
 
 import (
+	"math"
 	"testing"
 	"time"
 )
 
 // A receive time counts between the previous Poll's now, after which the
-// link was read, and now; none means now.
+// link was read, and now; none means now. The link's times (ChanLink's:
+// Unix ns) convert with the offset of its RxClock.
 func TestStackRxAge(t *testing.T) {
 	s, err := NewStack(testConfig())
 	if err != nil {
@@ -18,20 +20,23 @@ func TestStackRxAge(t *testing.T) {
 	s.Poll(t0.Add(time.Millisecond), l)
 	now := t0.Add(3 * time.Millisecond)
 	s.enter(now, l)
-	floor := int64(time.Millisecond)
+	floor, off := int64(time.Millisecond), s.rxOffset(l)
 	for _, c := range []struct {
-		at   time.Time
+		at   int64 // ns since l.RxClock()
 		want time.Duration
 	}{
-		{time.Time{}, 0},
-		{now, 0},
-		{now.Add(-500 * time.Microsecond), 500 * time.Microsecond},
-		{now.Add(time.Second), 0},                              // in the future: now
-		{t0.Add(500 * time.Microsecond), 2 * time.Millisecond}, // before the link was last read: then
-		{time.Unix(1, 0), 2 * time.Millisecond},
+		{0, 0},
+		{now.UnixNano(), 0},
+		{now.Add(-500 * time.Microsecond).UnixNano(), 500 * time.Microsecond},
+		{now.Add(time.Second).UnixNano(), 0},                              // in the future: now
+		{t0.Add(500 * time.Microsecond).UnixNano(), 2 * time.Millisecond}, // before the link was last read: then
+		{time.Unix(1, 0).UnixNano(), 2 * time.Millisecond},
+		{math.MinInt64, 0},         // wraps to the far future: now
+		{math.MaxInt64, 0},         // the far future
+		{-1, 2 * time.Millisecond}, // before the Unix epoch
 	} {
-		if got := s.rxAgeOf(c.at, floor); got != int64(c.want) {
-			t.Errorf("arrival %v: age %v, want %v", c.at.Sub(t0), time.Duration(got), c.want)
+		if got := s.rxAgeOf(c.at, off, floor); got != int64(c.want) {
+			t.Errorf("arrival %d: age %v, want %v", c.at, time.Duration(got), c.want)
 		}
 	}
 	s.leave()

@@ -87,11 +87,11 @@ type Stack struct {
 	drained int64 // the now of the last Poll that emptied the link: what came later arrived after it
 	rxAge   int64 // how long before now the frame being handled arrived (rxAgeOf)
 
-	rx     []Frame     // rx batch, lent by the link during one RxBatch..RxDone
-	rxAt   []time.Time // when each frame of rx arrived, as the link says
-	txPool []Frame     // tx frames allocated from the link, not yet used
-	txOut  []Frame     // tx frames filled and waiting for TxSubmit
-	txDrop []Frame     // tx frames to give back with TxFree at the end of Poll
+	rx     []Frame // rx batch, lent by the link during one RxBatch..RxDone
+	rxAt   []int64 // when each frame of rx arrived, as the link says (ns since its RxClock; 0: not known)
+	txPool []Frame // tx frames allocated from the link, not yet used
+	txOut  []Frame // tx frames filled and waiting for TxSubmit
+	txDrop []Frame // tx frames to give back with TxFree at the end of Poll
 
 	ipID uint16     // IPv4 identification of the next packet we send
 	tmpl txTemplate // constant header bytes of the frames we send
@@ -139,7 +139,7 @@ func NewStack(cfg Config) (*Stack, error) {
 	s.cfg.ARPCacheSize = s.arp.init(cfg.ARPCacheSize)
 	s.tmpl.init(cfg.MAC, cfg.Addr)
 	s.rx = make([]Frame, cfg.Batch)
-	s.rxAt = make([]time.Time, cfg.Batch)
+	s.rxAt = make([]int64, cfg.Batch)
 	s.txPool = make([]Frame, 0, cfg.Batch)
 	s.txOut = make([]Frame, 0, cfg.Batch)
 	s.pending = make([]pendingFrame, 0, cfg.PendingMax)
@@ -195,7 +195,7 @@ func (s *Stack) Close(link Link) {
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	s.enter(now, link)
 	s.stats.Polls++
-	floor := s.drained
+	floor, off := s.drained, s.rxOffset(link)
 
 	more := false
 	for i := 0; i < s.cfg.MaxRxBatches; i++ {
@@ -205,7 +205,7 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 		}
 		for j := range n {
 			s.stats.RxFrames++
-			s.rxAge = s.rxAgeOf(s.rxAt[j], floor)
+			s.rxAge = s.rxAgeOf(s.rxAt[j], off, floor)
 			s.input(s.rx[j].Buf)
 		}
 		s.rxAge = 0
@@ -236,17 +236,24 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	return s.epoch.Add(time.Duration(next))
 }
 
-// rxAgeOf returns how long before now a frame that arrived at at came: at
-// clamped to [floor, now], floor being the now of the last Poll that
-// emptied the link (a frame it left there, past MaxRxBatches, still counts
-// from the Poll before; a time out of that range is wrong). A frame
-// without a receive time came now.
-func (s *Stack) rxAgeOf(at time.Time, floor int64) int64 {
-	if at.IsZero() {
+// rxOffset is where link's receive clock (RxClock) reads zero on the
+// stack's: a receive time t from link is t+off since epoch. One Sub a
+// Poll, so that each frame costs an addition.
+func (s *Stack) rxOffset(link Link) int64 {
+	return int64(link.RxClock().Sub(s.epoch))
+}
+
+// rxAgeOf returns how long before now a frame that arrived at at (the
+// link's receive time, off its rxOffset) came: at+off clamped to [floor,
+// now], floor being the now of the last Poll that emptied the link (a
+// frame it left there, past MaxRxBatches, still counts from the Poll
+// before; a time out of that range is wrong, even one whose sum wraps). A
+// frame without a receive time (0) came now.
+func (s *Stack) rxAgeOf(at, off, floor int64) int64 {
+	if at == 0 {
 		return 0
 	}
-	t := int64(at.Sub(s.epoch))
-	return s.now - min(max(t, floor), s.now)
+	return s.now - min(max(at+off, floor), s.now)
 }
 
 // enter advances the stack's clock to now (never backwards) and opens the

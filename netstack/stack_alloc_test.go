@@ -98,8 +98,9 @@ func TestStatsAddCoversAllFields(t *testing.T) {
 
 // benchStack runs frames through a stack, perPoll frames per Poll, and
 // reports packets per second. The injection copy (the link's part) is
-// included in the time.
-func benchStack(b *testing.B, frame []byte, perPoll int) {
+// included in the time. stamped gives each frame a receive time, as
+// AF_XDP's carry.
+func benchStack(b *testing.B, frame []byte, perPoll int, stamped bool) {
 	c := newTestCtx(b, nil)
 	c.link = NewChanLink(1500, 512)
 	// Learn B so echo replies need no resolution.
@@ -109,7 +110,11 @@ func benchStack(b *testing.B, frame []byte, perPoll int) {
 	n := 0
 	start := cpuTime()
 	for b.Loop() {
-		c.link.Inject(frame)
+		if stamped {
+			c.link.InjectAt(frame, c.now)
+		} else {
+			c.link.Inject(frame)
+		}
 		if n++; n == perPoll {
 			c.s.Poll(c.now, c.link)
 			if c.link.Discard() != perPoll {
@@ -123,14 +128,44 @@ func benchStack(b *testing.B, frame []byte, perPoll int) {
 
 func BenchmarkStackEchoReply(b *testing.B) {
 	ping := pingFromB(b, 1, string(make([]byte, 56))) // the size ping(8) sends
-	b.Run("batch1", func(b *testing.B) { benchStack(b, ping, 1) })
-	b.Run("batch32", func(b *testing.B) { benchStack(b, ping, 32) })
+	b.Run("batch1", func(b *testing.B) { benchStack(b, ping, 1, false) })
+	b.Run("batch32", func(b *testing.B) { benchStack(b, ping, 32, false) })
+	b.Run("batch32stamped", func(b *testing.B) { benchStack(b, ping, 32, true) })
 }
 
 func BenchmarkStackARPReply(b *testing.B) {
 	req := arpFrame(b, macB, MACBroadcast, ARPRequest, macB, ipB, MACZero, ipA)
-	b.Run("batch1", func(b *testing.B) { benchStack(b, req, 1) })
-	b.Run("batch32", func(b *testing.B) { benchStack(b, req, 32) })
+	b.Run("batch1", func(b *testing.B) { benchStack(b, req, 1, false) })
+	b.Run("batch32", func(b *testing.B) { benchStack(b, req, 32, false) })
+}
+
+// BenchmarkStackRxTime is what receive times cost the stack: frames on
+// the cheapest path (a counted drop, bad IPv4 checksum), 32 a Poll,
+// without and with a receive time each (the link's share, InjectAt,
+// included).
+func BenchmarkStackRxTime(b *testing.B) {
+	for _, stamped := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none", true: "stamped"}[stamped], func(b *testing.B) {
+			c := newTestCtx(b, nil)
+			bad := pingFromB(b, 1, string(make([]byte, 56)))
+			bad[24] ^= 1
+			b.ReportAllocs()
+			n := 0
+			start := cpuTime()
+			for b.Loop() {
+				if stamped {
+					c.link.InjectAt(bad, c.now)
+				} else {
+					c.link.Inject(bad)
+				}
+				if n++; n == 32 {
+					c.s.Poll(c.now, c.link)
+					n = 0
+				}
+			}
+			reportCPU(b, start, "pkts")
+		})
+	}
 }
 
 // BenchmarkStackDrop is the cost of rejecting a frame (bad IPv4 checksum).

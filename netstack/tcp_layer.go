@@ -482,6 +482,12 @@ func (l *tcpLayer) source(i int) uint32 {
 // arrived age ns before now (0: now, or not known).
 func (l *tcpLayer) input(now time.Time, age int64, src, dst IPv4Addr, seg []byte) {
 	l.setNow(now)
+	// rxAt stays in the layer's own time, [1, now] (its clock starts at
+	// 1), whatever age the caller passes; 0 does not mean unset (nothing
+	// reads rxAt so). Through a Stack the 1 never binds, since TCP is
+	// enabled before the first Poll and the stack's floor is at or after
+	// the layer's start; it holds a stack given TCP after it has polled,
+	// and a test that drives the layer with an age longer than its life.
 	l.rxAt = max(l.now-max(age, 0), 1)
 	l.stats.InSegs++
 	t := TCP(seg)
