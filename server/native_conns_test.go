@@ -61,7 +61,12 @@ func TestNativeConnsSoak(t *testing.T) {
 		"--docroot", docroot, "--stop-timeout", "2s", "--idle-timeout", idleTimeout.String(), "--max-connections", fmt.Sprint(max(16384, n/2+n/8))}, nil)
 	must(t, err)
 	o.Native.Logf = t.Logf
-	o.Native.tcp = func(c *netstack.TCPConfig) { c.Retries = 3 }
+	o.Native.tcp = func(c *netstack.TCPConfig) {
+		// A connection whose reset was lost ends within the idle timeout
+		// and 4 RTOs of at most 5 s: the RTT measured on a loaded machine
+		// can make RTOs of seconds, doubled each time.
+		c.Retries, c.RTOMax = 3, 5*time.Second
+	}
 	srv, err := Start(o, nil)
 	must(t, err)
 	t.Cleanup(func() {
@@ -95,7 +100,7 @@ func TestNativeConnsSoak(t *testing.T) {
 	}
 
 	var m shard.Report
-	// The idle timeout and TCP's retries (3 here, backed off under load) bound the wait.
+	// At most the idle timeout and 20 s of RTOs (above).
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		m = shard.Merge(srv.Stats())
 		if m.Get("native.open") == 0 && m.Get("tcp.conns") == m.Get("tcp.time_waits") && m.Get("xsk.tx_outstanding") == 0 {
