@@ -300,10 +300,23 @@ func (c *Conn) Waiting() bool { return c.wait != nil || c.st != nil && c.st.acti
 // header and from its end, whatever arrives meanwhile, so that a trickle of
 // bytes cannot hold a connection and its buffer. The stack calls Expire when
 // it passes.
+//
+// Once the connection is closing, input is discarded and only the output
+// left is timed: by the idle timeout, which the peer taking output pushes
+// out, while Output or a file job (Waiting) remains. After that httpd has
+// nothing left to time and Deadline is zero: the close is normal, never a
+// timeout, however long the peer takes to close its side. The stack's own
+// timers bound it (TCP's retransmission limit and FIN-WAIT-2 timeout, the
+// posix stack's linger), and so does a stack that holds output of its own
+// beyond Output (TLS records) until the peer takes it.
 func (c *Conn) Deadline() time.Time {
 	switch {
 	case c.srv == nil:
 		return time.Time{}
+	case c.closing:
+		if c.outBytes == 0 && !c.Waiting() {
+			return time.Time{}
+		}
 	case c.inReq && c.state == stHead:
 		return c.headStart.Add(c.srv.site.cfg.HeaderTimeout)
 	case c.inReq:
@@ -321,7 +334,7 @@ func (c *Conn) Expire(now time.Time) bool {
 	if d.IsZero() || now.Before(d) {
 		return false
 	}
-	if c.progressed && c.outBytes > 0 && !c.inReq {
+	if c.progressed && c.outBytes > 0 && (c.closing || !c.inReq) {
 		// A slow reader still taking output: activity, not idleness. Advance
 		// cannot know the time, so the check happens here.
 		c.progressed = false

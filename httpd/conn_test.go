@@ -303,3 +303,125 @@ func TestOptionsAsterisk(t *testing.T) {
 		t.Fatalf("got %+v closing=%v", rs, f.c.Closing())
 	}
 }
+
+// TestClosingDeadline: once a connection is closing, only the output left
+// is timed (the idle timeout, pushed out while the peer takes it); once
+// Output is empty and no file job is due, the close is normal, and no
+// deadline remains however long the peer takes to close its side.
+func TestClosingDeadline(t *testing.T) {
+	cfg := Config{Docroot: makeDocroot(t), HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}
+	noTimeout := func(t *testing.T, f *fixture) {
+		t.Helper()
+		if d := f.c.Deadline(); !d.IsZero() {
+			t.Fatalf("deadline %v after a normal close, want none", d)
+		}
+		if f.c.Expire(f.now.Add(time.Hour)) || f.srv.Stats().Timeouts != 0 {
+			t.Fatalf("a normal close timed out: %+v", f.srv.Stats())
+		}
+	}
+
+	t.Run("close", func(t *testing.T) {
+		f := newFixture(t, cfg, nil)
+		f.now = t0.Add(time.Second)
+		// The request after Connection: close arrives in the same segment,
+		// and more of it later: discarded, and no deadline for it.
+		out := f.feed("GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n")
+		if rs := readResponses(t, out); len(rs) != 1 || !rs[0].close || !f.c.Closing() {
+			t.Fatalf("%d responses, closing %v", len(rs), f.c.Closing())
+		}
+		noTimeout(t, f)
+		f.now = f.now.Add(time.Minute)
+		if n := f.c.Feed([]byte("Host: x\r\n\r\n"), f.now); n != 11 || f.c.Pending() != 0 {
+			t.Fatalf("fed %d, %d bytes out after the close", n, f.c.Pending())
+		}
+		noTimeout(t, f)
+		if st := f.srv.Stats(); st.Requests != 1 {
+			t.Errorf("%d requests served, want 1", st.Requests)
+		}
+	})
+
+	t.Run("peer closed", func(t *testing.T) {
+		f := newFixture(t, cfg, nil)
+		f.feed("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		f.c.PeerClosed(f.now)
+		if !f.c.Closing() {
+			t.Fatal("not closing after the peer's FIN")
+		}
+		noTimeout(t, f)
+	})
+
+	t.Run("output left", func(t *testing.T) {
+		// A 300 KiB response to a reader that takes some and then stops:
+		// the idle timeout, from the last output taken, closes it.
+		f := newFixture(t, cfg, nil)
+		f.c.Feed([]byte("GET /big.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), f.now)
+		if f.c.Pending() == 0 || !f.c.closing {
+			t.Fatalf("pending %d, closing %v", f.c.Pending(), f.c.Closing())
+		}
+		if want := t0.Add(30 * time.Second); !f.c.Deadline().Equal(want) {
+			t.Fatalf("deadline %v, want %v", f.c.Deadline(), want)
+		}
+		f.now = t0.Add(30 * time.Second)
+		f.c.Advance(1000)
+		if f.c.Expire(f.now) {
+			t.Fatal("a reader taking the last response timed out")
+		}
+		if want := f.now.Add(30 * time.Second); !f.c.Deadline().Equal(want) {
+			t.Fatalf("deadline %v, want %v", f.c.Deadline(), want)
+		}
+		f.now = f.now.Add(30 * time.Second)
+		if !f.c.Expire(f.now) || f.c.Pending() != 0 || f.srv.Stats().Timeouts != 1 {
+			t.Fatalf("a stalled reader did not time out: pending %d, %+v", f.c.Pending(), f.srv.Stats())
+		}
+		if !f.c.Deadline().IsZero() || f.c.Expire(f.now.Add(time.Hour)) || f.srv.Stats().Timeouts != 1 {
+			t.Fatal("the timeout counted again")
+		}
+	})
+
+	t.Run("bad request", func(t *testing.T) {
+		// An error answer closes in the middle of a request: the header
+		// timeout no longer applies, the output left is timed as above.
+		f := newFixture(t, cfg, nil)
+		f.now = t0.Add(10 * time.Second)
+		f.c.Feed([]byte("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"), f.now)
+		if !f.c.Closing() || f.c.Pending() == 0 {
+			t.Fatalf("closing %v, pending %d", f.c.Closing(), f.c.Pending())
+		}
+		if want := t0.Add(40 * time.Second); !f.c.Deadline().Equal(want) {
+			t.Fatalf("deadline %v, want %v", f.c.Deadline(), want)
+		}
+		if readResponses(t, f.drain())[0].status != 400 {
+			t.Fatal("not a 400")
+		}
+		noTimeout(t, f)
+	})
+
+	t.Run("file job", func(t *testing.T) {
+		// A streamed file: between chunks Output is empty while a job is
+		// due, and the idle timeout still runs (the first job, resolving
+		// the path, is within the request: the header timeout's).
+		dir, _ := bigTree(t, 1, 3*chunkSize)
+		f := newFixture(t, Config{Docroot: dir, CacheSize: 256 << 10, IdleTimeout: 30 * time.Second}, nil)
+		q := &queueIO{}
+		f.srv.SetFileIO(q)
+		f.c.Feed([]byte("GET /d0/f0000.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), f.now)
+		checked := 0
+		for steps := 0; len(q.jobs) > 0 || f.c.Pending() > 0; steps++ {
+			if steps > 100 {
+				t.Fatal("stream stalled")
+			}
+			f.drain()
+			if f.c.closing && f.c.Waiting() && !f.c.Deadline().Equal(t0.Add(30*time.Second)) {
+				t.Fatalf("deadline %v with a file job due, want the idle timeout", f.c.Deadline())
+			}
+			if f.c.closing && f.c.Waiting() {
+				checked++
+			}
+			q.run(f.srv, f.now, false)
+		}
+		if !f.c.Closing() || checked == 0 {
+			t.Fatalf("closing %v after the streamed response; %d checks with a chunk due", f.c.Closing(), checked)
+		}
+		noTimeout(t, f)
+	})
+}

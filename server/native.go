@@ -189,12 +189,16 @@ func (c *nativeConn) PeerClosed(now time.Time) {
 	c.hc.PeerClosed(now)
 }
 
-// Deadline is httpd's; the helper times a handshake out itself.
+// Deadline is httpd's, and TLS's for the records left after httpd
+// finished; the helper times a handshake out itself.
 func (c *nativeConn) Deadline() time.Time {
-	if c.tls != nil && !c.tls.Established() {
+	if c.tls == nil {
+		return c.hc.Deadline()
+	}
+	if !c.tls.Established() {
 		return time.Time{}
 	}
-	return c.hc.Deadline()
+	return c.tls.deadline(c.hc, c.n.srv, c.tls.now)
 }
 
 // Wake implements httpd.Waker: a file job gave the connection output, which
@@ -214,13 +218,14 @@ func (c *nativeConn) Wake(now time.Time) {
 
 // Expire is httpd's verdict on its deadline. When it expired, httpd has
 // dropped its output and reports Closing: TCP sends FIN if nothing is in
-// flight and aborts with RST otherwise (netstack.TCPAppTimer).
+// flight and aborts with RST otherwise (netstack.TCPAppTimer). So it does
+// when TLS records left after httpd finished were not taken in time.
 func (c *nativeConn) Expire(now time.Time) bool {
-	if !c.hc.Expire(now) {
-		return false
+	if c.hc.Expire(now) {
+		c.n.stats.Timeouts++
+		return true
 	}
-	c.n.stats.Timeouts++
-	return true
+	return c.tls != nil && c.tls.expire(c.hc, now)
 }
 
 // Closing is httpd's verdict, or, while the shard drains, true as soon as

@@ -23,13 +23,19 @@ var soakConns = flag.Int("soak-conns", 20000, "TestNativeConnsSoak: keep-alive c
 // of 10,000 SYNs on each server queue, more than the SYN backlog of the
 // default sizing (8192), so SYN cookies answer the rest. It sends requests on
 // them for 6 s (closed loop; long enough for all of them to open on a loaded
-// machine), then resets them and leaves. Resets the client could not send
-// before its socket closed leave connections whose peer is gone: the
-// server's idle timeout (1 s here) closes them, and TCP aborts them when its
-// FIN goes unanswered. It asserts no error, every
-// connection accepted and served, and the server back to idle: no httpd or
-// TCP connection, no receive buffer lent, every UMEM transmit frame back in
-// the free list.
+// machine), then resets them and leaves. Resets that are lost (the
+// client's socket closed first, or the server's fill ring was empty) leave
+// connections whose peer is gone: TCP aborts those with a response in
+// flight when its retransmissions go unanswered, and the server's idle
+// timeout closes the others (TCP then aborts them when its FIN goes
+// unanswered). The idle timeout is longer than the run, so that it closes
+// only connections the client has left: on a loaded machine the server's
+// fill ring runs dry, requests are dropped, and the client's
+// retransmissions back off past a second, which a 1 s timeout took for
+// idleness (closing live connections, which the client then opened again).
+// It asserts no error, every connection accepted and served, and the
+// server back to idle: no httpd or TCP connection, no receive buffer lent,
+// every UMEM transmit frame back in the free list.
 func TestNativeConnsSoak(t *testing.T) {
 	requireNative(t)
 	cpus, err := shard.AllowedCPUs()
@@ -39,6 +45,8 @@ func TestNativeConnsSoak(t *testing.T) {
 	}
 	cpus = cpus[:2]
 	n := *soakConns
+	run := 6 * time.Second
+	idleTimeout := run + 4*time.Second // closes only connections the client has left
 	docroot := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(docroot, "a.txt"), []byte("soak\n"), 0o644))
 	pair, err := lab.NewNativePair(lab.Config{Prefix: "sc", Queues: 2, ServerRoot: true})
@@ -50,10 +58,15 @@ func TestNativeConnsSoak(t *testing.T) {
 	})
 	o, err := ParseFlags([]string{"--network-stack", "native", "--iface", pair.ServerIf,
 		"--host-ipv4-addr", pair.ServerIP.String(), "--port", "80", "--cpuset", shard.FormatCPUs(cpus),
-		"--docroot", docroot, "--stop-timeout", "2s", "--idle-timeout", "1s", "--max-connections", fmt.Sprint(max(16384, n/2+n/8))}, nil)
+		"--docroot", docroot, "--stop-timeout", "2s", "--idle-timeout", idleTimeout.String(), "--max-connections", fmt.Sprint(max(16384, n/2+n/8))}, nil)
 	must(t, err)
 	o.Native.Logf = t.Logf
-	o.Native.tcp = func(c *netstack.TCPConfig) { c.Retries = 3 }
+	o.Native.tcp = func(c *netstack.TCPConfig) {
+		// A connection whose reset was lost ends within the idle timeout
+		// and 4 RTOs of at most 5 s: the RTT measured on a loaded machine
+		// can make RTOs of seconds, doubled each time.
+		c.Retries, c.RTOMax = 3, 5*time.Second
+	}
 	srv, err := Start(o, nil)
 	must(t, err)
 	t.Cleanup(func() {
@@ -72,7 +85,7 @@ func TestNativeConnsSoak(t *testing.T) {
 		"--host-ipv4-addr", fmt.Sprintf("%s-%s", addrs[0], addrs[1]), "--source-ports", "1024-65535",
 		"--server", fmt.Sprintf("%s:80", pair.ServerIP), "--smp", "2", "--cpuset", shard.FormatCPUs(cpus),
 		"--xdp-frames", "65536", "--conn", fmt.Sprint(n),
-		"--path", "/a.txt", "--duration", "6s", "--timeout", "20s")
+		"--path", "/a.txt", "--duration", run.String(), "--timeout", "20s")
 	cfg, _, err := wreck.ParseFlags(args)
 	must(t, err)
 	res, err := wreck.Run(cfg)
@@ -87,13 +100,14 @@ func TestNativeConnsSoak(t *testing.T) {
 	}
 
 	var m shard.Report
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	// At most the idle timeout and 20 s of RTOs (above).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		m = shard.Merge(srv.Stats())
 		if m.Get("native.open") == 0 && m.Get("tcp.conns") == m.Get("tcp.time_waits") && m.Get("xsk.tx_outstanding") == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not idle 30s after the run: open %d, tcp conns %d (time-wait %d), tx outstanding %d",
+			t.Fatalf("not idle 60s after the run: open %d, tcp conns %d (time-wait %d), tx outstanding %d",
 				m.Get("native.open"), m.Get("tcp.conns"), m.Get("tcp.time_waits"), m.Get("xsk.tx_outstanding"))
 		}
 	}

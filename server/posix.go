@@ -197,7 +197,7 @@ func (p *Posix) serve(fd int, remote netip.AddrPort, ts *tlsShard, now time.Time
 		c.close()
 		return
 	}
-	c.armTimer()
+	c.armTimer(now)
 }
 
 func (p *Posix) onResume(time.Time) {

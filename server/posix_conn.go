@@ -204,7 +204,7 @@ func (c *posixConn) settle(now time.Time) {
 			return
 		}
 	}
-	c.armTimer()
+	c.armTimer(now)
 }
 
 // pending is the output not yet written: httpd's, and TLS records.
@@ -215,15 +215,19 @@ func (c *posixConn) pending() int {
 	return c.hc.Pending()
 }
 
-// armTimer makes sure the timer fires no later than httpd's deadline. A later
-// deadline (each request pushes the idle deadline out) leaves the timer where
-// it is; when it fires early, expire re-arms it, so a busy connection costs no
-// timer work per request.
-func (c *posixConn) armTimer() {
-	if c.tls != nil && !c.tls.Established() {
-		return // the helper times the handshake out
-	}
+// armTimer makes sure the timer fires no later than httpd's deadline (or
+// TLS's, for the records left after httpd finished). A later deadline (each
+// request pushes the idle deadline out) leaves the timer where it is; when it
+// fires early, expire re-arms it, so a busy connection costs no timer work
+// per request.
+func (c *posixConn) armTimer(now time.Time) {
 	d := c.hc.Deadline()
+	if c.tls != nil {
+		if !c.tls.Established() {
+			return // the helper times the handshake out
+		}
+		d = c.tls.deadline(c.hc, c.p.srv, now)
+	}
 	if d.IsZero() {
 		return
 	}
@@ -248,7 +252,11 @@ func (c *posixConn) expire(now time.Time) {
 		c.settle(now)
 		return
 	}
-	c.armTimer()
+	if c.tls != nil && c.tls.expire(c.hc, now) {
+		c.close()
+		return
+	}
+	c.armTimer(now)
 }
 
 // startLinger shuts down our side (the peer reads EOF after the last response)

@@ -72,6 +72,7 @@ type TLSStats struct {
 	Failed      uint64 `stat:"drop"`  // handshakes failed: bad records, no shared protocol, a peer that closed (crypto/tls sent the alert)
 	TimedOut    uint64 `stat:"drop"`  // handshakes cut by the handshake timeout
 	Cut         uint64 `stat:"drop"`  // connections cut after the handshake: a bad, truncated or oversized record, a renegotiation attempt, a reset
+	Stalled     uint64 `stat:"drop"`  // connections cut after their last response: the peer did not take the records left within the idle timeout
 	Refused     uint64 `stat:"drop"`  // connections refused: TLSMaxHandshakes in progress (native; posix leaves them in the backlog)
 	Handshaking uint64 `stat:"gauge"` // handshakes in progress (helper goroutines)
 	QueuedBytes uint64 `stat:"count"` // ciphertext copied into connections' queues (on posix, what did not go from crypto/tls's buffer to the socket straight)
@@ -169,6 +170,32 @@ type tlsConn struct {
 	blocked  bool       // feed stopped because hc pushed back
 	notified bool       // close_notify written
 	finish   bool       // write close_notify once hc's output is sealed, though hc is not closing (a drain)
+	closeBy  time.Time  // the records left after hc finished must be taken by then (deadline); zero: not yet asked
+}
+
+// deadline is hc's deadline while hc has one. Once hc has finished
+// (closing with all its output sealed, it times nothing more) while records
+// still wait for the peer, it is the idle timeout from the first time
+// asked: a peer that stops reading must not hold the connection by its last
+// records.
+func (t *tlsConn) deadline(hc *httpd.Conn, srv *httpd.Server, now time.Time) time.Time {
+	if d := hc.Deadline(); !d.IsZero() || t.queued() == 0 {
+		return d
+	}
+	if t.closeBy.IsZero() {
+		t.closeBy = now.Add(srv.Site().Config().IdleTimeout)
+	}
+	return t.closeBy
+}
+
+// expire reports, and counts, that the peer did not take the records left
+// after hc finished by their deadline: the stack cuts the connection.
+func (t *tlsConn) expire(hc *httpd.Conn, now time.Time) bool {
+	if t.closeBy.IsZero() || now.Before(t.closeBy) || t.queued() == 0 || !hc.Deadline().IsZero() {
+		return false
+	}
+	t.s.stats.Stalled++
+	return true
 }
 
 // handshaking reports that the handshake has not finished (as far as the
