@@ -35,6 +35,10 @@ type delayLine struct {
 	heldAt   time.Time // when the first held frame came; held frames go on 2 ms after at most
 	passed   int       // frames sent on after a later one
 	noStamp  bool      // deliver frames without their arrival time (RxBatch's at)
+	stall    float64   // at a frame, with this probability, the line stops for stallFor: a peer or bridge not scheduled
+	stallFor time.Duration
+	stallEnd time.Time // frames taken before it leave then, in order
+	stalls   int       // stalls drawn
 }
 
 type delayedFrame struct {
@@ -55,6 +59,10 @@ func (d *delayLine) take(now time.Time) {
 				d.lostData++
 			}
 			continue
+		}
+		if d.stall > 0 && d.rng.Float64() < d.stall {
+			d.stallEnd = now.Add(d.stallFor)
+			d.stalls++
 		}
 		if d.reorder > 0 && len(d.held) < 4 && d.rng.Float64() < d.reorder {
 			if len(d.held) == 0 {
@@ -89,12 +97,15 @@ func (d *delayLine) queueFrame(now time.Time, b []byte) {
 		d.rate, d.slowAt = d.slowRate, 0
 	}
 	due := now
+	if due.Before(d.stallEnd) {
+		due = d.stallEnd
+	}
 	if d.rate > 0 {
 		// Serialised at the bottleneck after the frames before it.
-		if d.free.Before(now) {
-			d.free = now
+		if d.free.Before(due) {
+			d.free = due
 		}
-		if d.free.Sub(now) > time.Duration(float64(d.queue*1514)/d.rate*1e9) {
+		if d.free.Sub(due) > time.Duration(float64(d.queue*1514)/d.rate*1e9) {
 			d.lost++ // the queue is full
 			if len(b) > 14+20+60 {
 				d.lostData++
@@ -455,14 +466,18 @@ func TestTCPPathReorder(t *testing.T) {
 // RACK deemed lost all sent before it, then the same for those
 // retransmissions' ACKs: 191 and 316 retransmissions per download, each
 // a cascade after one or a few reductions. Timed from the frames'
-// arrival (RxBatch's times, as AF_XDP stamps them): 1 and 2. Counts are
-// exact: a change that moves them should say why.
+// arrival (RxBatch's times, as AF_XDP stamps them): 1 and 2. Since
+// RACK.rtt is the RTT of the last segment delivered, not of the
+// retransmission (rackDelivered), an ACK taken for the retransmission's
+// no longer makes RACK deem lost at once what was sent before it: 1 and 2
+// without the arrival times too. Counts are exact: a change that moves
+// them should say why.
 func TestTCPPathReorderNoTimestamps(t *testing.T) {
 	for _, c := range []struct {
 		seed                           uint64
 		noStamp                        bool
 		reductions, retransmits, undos uint64
-	}{{3, false, 1, 1, 1}, {3, true, 1, 191, 1}, {12, false, 2, 2, 2}, {12, true, 5, 316, 5}} {
+	}{{3, false, 1, 1, 1}, {3, true, 1, 1, 1}, {12, false, 2, 2, 2}, {12, true, 2, 2, 2}} {
 		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: true})
 		n.ab.rate, n.ab.queue = 250e6, 4096
 		n.ab.reorder, n.ba.reorder = 0.10, 0.10
@@ -475,6 +490,43 @@ func TestTCPPathReorderNoTimestamps(t *testing.T) {
 		if s.Reductions != c.reductions || s.Retransmits != c.retransmits || s.SpuriousUndos != c.undos || s.RTOTimeouts != 0 {
 			t.Errorf("seed %d, stamps %v: %d reductions, %d retransmissions, %d undone, %d RTOs; want %d, %d, %d, 0",
 				c.seed, !c.noStamp, s.Reductions, s.Retransmits, s.SpuriousUndos, s.RTOTimeouts, c.reductions, c.retransmits, c.undos)
+		}
+	}
+}
+
+// TestTCPPathReorderStalls: TestTCPPathReorder's path with the server
+// polled every 50 µs, and a client whose ACKs now and then stop for 500
+// µs (one ACK in a thousand starts a stall), as the lab's client and
+// bridge, sharing two CPUs with the server, are not always scheduled.
+// Seeds 2 and 12, without timestamps and with. The original's ACK held
+// back by a stall came min_RTT or more after its retransmission, passed
+// for the retransmission's, and with the retransmission's short RTT as
+// RACK.rtt, RACK deemed lost at once all sent before it: 162 and 289
+// retransmissions without timestamps (3 and 2 with, where the echo
+// tells). With RACK.rtt from the last segment delivered (rackDelivered):
+// 4 and 2 (3 and 2). What is left is mostly the reorder timer firing
+// while a stall holds the ACKs that would have shown nothing lost; Linux
+// arms it 2 ms later (TCP_TIMEOUT_MIN_US), which here left 1 and 1, but
+// on a lossy path delays every loss the timer finds. Counts are exact: a
+// change that moves them should say why.
+func TestTCPPathReorderStalls(t *testing.T) {
+	for _, c := range []struct {
+		seed        uint64
+		ts          bool
+		retransmits uint64
+	}{{2, false, 4}, {12, false, 2}, {2, true, 3}, {12, true, 2}} {
+		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: !c.ts})
+		n.ab.rate, n.ab.queue = 250e6, 4096
+		n.ab.reorder, n.ba.reorder = 0.10, 0.10
+		n.ba.stall, n.ba.stallFor = 0.001, 500*time.Microsecond
+		n.aPeriod = 50 * time.Microsecond
+		el := n.fetch(16 << 20)
+		s := n.a.TCPStats()
+		t.Logf("seed %d, timestamps %v: %v fake time, %d stalls: reductions %d undone %d retrans %d (D-SACKed %d) rack-lost %d reorder-to %d rto %d",
+			c.seed, c.ts, el, n.ba.stalls, s.Reductions, s.SpuriousUndos, s.Retransmits, s.DSACKsIn, s.RACKLost, s.ReorderTimeouts, s.RTOTimeouts)
+		if n.ba.stalls == 0 || s.Retransmits != c.retransmits || s.DSACKsIn != s.Retransmits || s.SpuriousUndos != s.Reductions || s.RTOTimeouts != 0 {
+			t.Errorf("seed %d, timestamps %v: %d stalls, %d retransmissions, %d D-SACKed, %d of %d reductions undone, %d RTOs; want some, %d, all, all, 0",
+				c.seed, c.ts, n.ba.stalls, s.Retransmits, s.DSACKsIn, s.SpuriousUndos, s.Reductions, s.RTOTimeouts, c.retransmits)
 		}
 	}
 }

@@ -214,6 +214,19 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 // retransmission's, however soon after it the ACK came. min_RTT, from
 // Poll times, is no less than the path's: an ACK that came sooner after
 // the retransmission answers the original.
+//
+// RACK.rtt is the RTT of the last segment delivered (step 2 sets it for
+// each, as Linux's tcp_rack_advance does), not that of RACK's segment.
+// The min_RTT test cannot tell an original's ACK from its
+// retransmission's when the ACK comes min_RTT or more after the
+// retransmission while the path's round trip is far above min_RTT (a
+// queue, a peer or bridge not scheduled for a while): RACK then takes
+// the retransmission for delivered. With the retransmission's short RTT
+// as RACK.rtt, all sent before it was lost at once, on the lab's reorder
+// path without timestamps whole bursts still in flight
+// (TestTCPRACKRetransmitAmbiguous). With the RTT of the last segment
+// delivered, the ACK deems lost only segments sent a reordering window or
+// more before that one.
 func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 	for _, e := range c.txRecs() {
 		if !e.r.gt(lo) || !e.l.lt(hi) || c.unsacked(seqMax(e.l, lo), seqMin(e.r, hi)) == 0 {
@@ -232,8 +245,9 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 			continue
 		}
 		end := seqMin(e.r, hi)
+		c.rackRTT = rtt
 		if e.at > c.rackXmit || (e.at == c.rackXmit && end.gt(c.rackEnd)) || !c.rackOn {
-			c.rackOn, c.rackXmit, c.rackEnd, c.rackRTT = true, e.at, end, rtt
+			c.rackOn, c.rackXmit, c.rackEnd = true, e.at, end
 		}
 		if !e.rtx && rtt > 0 && (c.minRTT == 0 || rtt < c.minRTT) {
 			c.minRTT = rtt

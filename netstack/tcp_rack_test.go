@@ -51,6 +51,55 @@ func TestTCPRACKLossByTime(t *testing.T) {
 	}
 }
 
+// RFC 8985 §6.2 step 2 sets RACK.rtt for each segment delivered, as
+// Linux's tcp_rack_advance does, not only for RACK's segment. Without
+// timestamps, an original's ACK that a stall held back min_RTT or more
+// past the segment's retransmission passes for the retransmission's, and
+// RACK's segment is the retransmission. With its RTT, short, as RACK.rtt,
+// all sent before it counted as lost at once: here segments 6-9, sent
+// 100 µs before it and still in flight. With the RTT of the last segment
+// the ACK delivered (5, sent with 0), only segments sent a reordering
+// window before that one can be.
+func TestTCPRACKRetransmitAmbiguous(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	c.srtt, c.rttvar, c.rto = int64(300*time.Microsecond), int64(150*time.Microsecond), int64(time.Second)
+	c.minRTT = int64(100 * time.Microsecond)
+	d := pattern(10 * 1460)
+	app.write(d)
+	c.cwnd = 6 * 1460
+	x.kick(c)
+	if got := len(x.recv()); got != 6 {
+		t.Fatalf("%d segments sent, want 6", got)
+	}
+	x.advance(200 * time.Microsecond)
+	c.cwnd = 10 * 1460
+	x.kick(c)
+	if got := len(x.recv()); got != 4 {
+		t.Fatalf("%d segments sent 200 µs later, want 4", got)
+	}
+	// 300 µs after segment 0 went, 1-3 are SACKed: 0 is lost (no
+	// reordering seen and three segments SACKed: no window) and goes
+	// again.
+	x.advance(100 * time.Microsecond)
+	for i := 2; i <= 4; i++ {
+		x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(i)}))
+	}
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	// 150 µs later, no sooner than min_RTT after the retransmission, the
+	// ACK of 0's original and of 4 and 5, which a stall held back.
+	x.advance(150 * time.Microsecond)
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(6), 65535)})
+	x.expectNothing()
+	if seq, lost := x.l.rackLost(c); lost || c.rackRTT != int64(450*time.Microsecond) {
+		t.Fatalf("RACK.rtt %v; lost %v from %d", time.Duration(c.rackRTT), lost, seq)
+	}
+	if st := x.stats(); st.Retransmits != 1 || st.RACKLost != 1 {
+		t.Fatalf("stats %+v, want 1 retransmission, 1 RACK loss", st)
+	}
+}
+
 // Reordering within the window: segment 0 arrives 1 ms after the SACK for
 // segment 1, before reo_wnd (2.5 ms) is over. Nothing is retransmitted
 // and the reorder timer stops.
