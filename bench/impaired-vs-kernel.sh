@@ -5,7 +5,9 @@
 # For each path one lab (cmd/lab up --impair SPEC, seeded), both servers on
 # it, downloads interleaved (nginx, percore, nginx, percore ...), medians
 # over the rounds; every download is checked byte-exact with sha256. Prints
-# a markdown table with the percore/Linux ratio.
+# markdown tables: time and CPU with the percore/Linux ratio, context
+# switches, and retransmissions and D-SACKs received per download (nginx's
+# from nstat, percore's from its Prometheus metrics).
 #
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
@@ -61,7 +63,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 source bench/lib.sh
 need_root impaired-vs-kernel "namespaces, XDP, AF_XDP"
-tools=(nginx curl sha256sum ip ethtool go)
+tools=(nginx curl sha256sum ip nstat ethtool go)
 [[ -z $BASE ]] || tools+=(git)
 need_tools impaired-vs-kernel "apt-get install nginx curl iproute2 ethtool" "${tools[@]}"
 if [[ -n $BASE ]]; then
@@ -145,7 +147,8 @@ CONF
 # stack, answering for the lab's .1; on pids, and in httpd_pid.
 start_httpd() {
 	ip netns exec "$srvns" "$dir/httpd-$1" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
-		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 2>>"$dir/$1.log" &
+		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 \
+		--prometheus-port 9180 2>>"$dir/$1.log" &
 	httpd_pid=$!
 	pids+=("$httpd_pid")
 }
@@ -200,6 +203,20 @@ get() {
 	}
 }
 
+# counters SENDER: "retransmissions D-SACKs" the sender has counted so far
+# (segments sent again; D-SACK blocks received, each the peer's word that a
+# segment came twice): nginx's from the server namespace's kernel counters,
+# percore's from its metrics (both are counted from the server's start).
+counters() {
+	if [[ $1 == nginx ]]; then
+		ip netns exec "$srvns" nstat -asz TcpRetransSegs TcpExtTCPDSACKRecv |
+			awk '$1=="TcpRetransSegs"{r=$2} $1=="TcpExtTCPDSACKRecv"{d=$2} END{print r+0, d+0}'
+	else
+		ip netns exec "$srvns" curl -fsS --max-time 5 http://127.0.0.1:9180/metrics |
+			awk '$1 ~ /^percore_tcp_retransmits_total/{r+=$2} $1 ~ /^percore_tcp_ds_acks_in_total/{d+=$2} END{print r+0, d+0}'
+	fi
+}
+
 # switches: the machine's context switches since boot.
 switches() { awk '/^ctxt /{print $2; exit}' /proc/stat; }
 
@@ -215,7 +232,7 @@ label() {
 	esac
 }
 
-declare -A res cpus sws url
+declare -A res cpus sws rtxs dsacks url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -265,12 +282,17 @@ for path in "${paths[@]}"; do
 					answers "${url[$sender]}" "$dir/$sender.log"
 					get "${url[$sender]}/f$s" "$s" # warm-up, untimed
 				fi
+				read -r r0 d0 < <(counters "$sender")
 				get "${url[$sender]}/f$s" "$s"
+				read -r r1 d1 < <(counters "$sender")
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
 				res[$name,$s,$sender]+="$t "
 				cpus[$name,$s,$sender]+="$cpu "
 				sws[$name,$s,$sender]+="$sw "
-				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s, $sw context switches" >&2
+				rtxs[$name,$s,$sender]+="$((r1 - r0)) "
+				dsacks[$name,$s,$sender]+="$((d1 - d0)) "
+				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s, $sw context switches," \
+					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs" >&2
 			done
 		done
 	done
@@ -328,6 +350,22 @@ for path in "${paths[@]}"; do
 		printf '| %s | %d MiB |' "$name" "$s"
 		for x in "${senders[@]}"; do
 			printf ' %.0f |' "$(median <<<"${sws[$name,$s,$x]}")"
+		done
+		echo
+	done
+done
+
+# Retransmissions and D-SACKs received per download, medians: a D-SACKed
+# retransmission was needless (the segment had arrived).
+echo
+echo "| path | size |$(for x in "${senders[@]}"; do printf ' %s retransmissions / D-SACKs |' "$(label "$x")"; done)"
+echo "|---|---:|$(for _ in "${senders[@]}"; do printf -- '---:|'; done)"
+for path in "${paths[@]}"; do
+	name=${path%%|*}
+	for s in "${sizes[@]}"; do
+		printf '| %s | %d MiB |' "$name" "$s"
+		for x in "${senders[@]}"; do
+			printf ' %g / %g |' "$(median <<<"${rtxs[$name,$s,$x]}")" "$(median <<<"${dsacks[$name,$s,$x]}")"
 		done
 		echo
 	done
