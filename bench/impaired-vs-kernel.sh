@@ -340,33 +340,31 @@ for path in "${paths[@]}"; do
 	done
 done
 
-# Context switches per download, the whole machine's, medians.
-echo
-echo "| path | size |$(for x in "${senders[@]}"; do printf ' %s switches |' "$(label "$x")"; done)"
-echo "|---|---:|$(for _ in "${senders[@]}"; do printf -- '---:|'; done)"
-for path in "${paths[@]}"; do
-	name=${path%%|*}
-	for s in "${sizes[@]}"; do
-		printf '| %s | %d MiB |' "$name" "$s"
-		for x in "${senders[@]}"; do
-			printf ' %.0f |' "$(median <<<"${sws[$name,$s,$x]}")"
+# per_sender_table HEADING CELL: a table with a row per path and size and a
+# column per sender, headed "SENDER HEADING"; CELL NAME SIZE SENDER prints
+# a cell.
+per_sender_table() {
+	local heading=$1 cell=$2 path name s x
+	echo
+	echo "| path | size |$(for x in "${senders[@]}"; do printf ' %s %s |' "$(label "$x")" "$heading"; done)"
+	echo "|---|---:|$(for _ in "${senders[@]}"; do printf -- '---:|'; done)"
+	for path in "${paths[@]}"; do
+		name=${path%%|*}
+		for s in "${sizes[@]}"; do
+			printf '| %s | %d MiB |' "$name" "$s"
+			for x in "${senders[@]}"; do
+				printf ' %s |' "$("$cell" "$name" "$s" "$x")"
+			done
+			echo
 		done
-		echo
 	done
-done
+}
+
+# The machine's context switches per download, medians.
+switches_cell() { printf '%.0f' "$(median <<<"${sws[$1,$2,$3]}")"; }
+per_sender_table switches switches_cell
 
 # Retransmissions and D-SACKs received per download, medians: a D-SACKed
 # retransmission was needless (the segment had arrived).
-echo
-echo "| path | size |$(for x in "${senders[@]}"; do printf ' %s retransmissions / D-SACKs |' "$(label "$x")"; done)"
-echo "|---|---:|$(for _ in "${senders[@]}"; do printf -- '---:|'; done)"
-for path in "${paths[@]}"; do
-	name=${path%%|*}
-	for s in "${sizes[@]}"; do
-		printf '| %s | %d MiB |' "$name" "$s"
-		for x in "${senders[@]}"; do
-			printf ' %g / %g |' "$(median <<<"${rtxs[$name,$s,$x]}")" "$(median <<<"${dsacks[$name,$s,$x]}")"
-		done
-		echo
-	done
-done
+retransmits_cell() { printf '%g / %g' "$(median <<<"${rtxs[$1,$2,$3]}")" "$(median <<<"${dsacks[$1,$2,$3]}")"; }
+per_sender_table "retransmissions / D-SACKs" retransmits_cell
