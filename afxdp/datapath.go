@@ -88,10 +88,10 @@ func (s *Socket) wakeFill(n uint32) {
 }
 
 // wakeRx is one recvfrom: it schedules the driver's NAPI poll, or runs it
-// on a busy-polling socket.
+// on a busy-polling socket. Raw, as kick.
 func (s *Socket) wakeRx() {
 	s.st.rxWakeups++
-	unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 }
 
 // Fill moves up to n frames from the socket's free list to the fill ring
@@ -206,10 +206,18 @@ func (s *Socket) Kick() error {
 }
 
 // kick is one sendto. lastBusy is set when the kernel could not make room.
+//
+// The call never blocks (MSG_DONTWAIT), but in copy mode it builds and
+// sends an skb per frame, often for more than the 20 us after which sysmon
+// takes the P of a goroutine in a system call; on a machine with a P to
+// spare the runtime then starts a thread to run it, which finds nothing
+// and sleeps again: two context switches a kick, and sysmon back at its
+// fastest polling. A raw call keeps the P (the shard's thread is locked to
+// it anyway).
 func (s *Socket) kick() error {
 	s.st.kicks++
 	s.lastBusy = false
-	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	switch e {
 	case 0:
 	case unix.EAGAIN:
