@@ -9,13 +9,21 @@ import (
 // Raw syscalls of the posix stack's hot path, written out so they allocate
 // nothing: unix.Accept4 allocates a Sockaddr per call and unix.Writev an iovec
 // slice per call.
+//
+// They are raw (RawSyscall: no hand-off to the scheduler) because every
+// descriptor here is non-blocking, so no call waits, but a write that
+// delivers over loopback can run the receiver's TCP for longer than the 20 us
+// after which sysmon takes the P of a goroutine in a system call; the
+// runtime then starts a thread to run it, which finds nothing and sleeps
+// again (two context switches), and sysmon goes back to its fastest
+// polling. A shard's thread is locked to its goroutine anyway.
 
 func unsafePointer(rsa *unix.RawSockaddrAny) unsafe.Pointer { return unsafe.Pointer(rsa) }
 
 // accept4 accepts one connection into rsa.
 func accept4(fd int, rsa *unix.RawSockaddrAny, flags int) (int, error) {
 	l := uint32(unix.SizeofSockaddrAny)
-	nfd, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)), uintptr(flags), 0, 0)
+	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return -1, e
 	}
@@ -27,7 +35,7 @@ func writev(fd int, iov []unix.Iovec) (int, error) {
 	if len(iov) == 0 {
 		return 0, nil
 	}
-	n, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
 	if e != 0 {
 		return 0, e
 	}
@@ -39,7 +47,7 @@ func read(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
@@ -51,7 +59,7 @@ func write(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
