@@ -195,13 +195,17 @@ func (s *Stack) Close(link Link) {
 func (s *Stack) Poll(now time.Time, link Link) time.Time {
 	s.enter(now, link)
 	s.stats.Polls++
-	floor, off := s.drained, s.rxOffset(link)
+	floor := s.drained
 
 	more := false
 	for i := 0; i < s.cfg.MaxRxBatches; i++ {
 		n := link.RxBatch(s.rx, s.rxAt)
 		if n > len(s.rx) { // a link bug; never index past the batch
 			n = len(s.rx)
+		}
+		var off int64
+		if n > 0 { // an empty Poll (most, in poll mode) needs no clock
+			off = s.rxOffset(link)
 		}
 		for j := range n {
 			s.stats.RxFrames++
@@ -238,7 +242,7 @@ func (s *Stack) Poll(now time.Time, link Link) time.Time {
 
 // rxOffset is where link's receive clock (RxClock) reads zero on the
 // stack's: a receive time t from link is t+off since epoch. One Sub a
-// Poll, so that each frame costs an addition.
+// batch, so that each frame costs an addition.
 func (s *Stack) rxOffset(link Link) int64 {
 	return int64(link.RxClock().Sub(s.epoch))
 }
