@@ -51,10 +51,7 @@ func TestStackRxAge(t *testing.T) {
 // lost.
 func TestTCPRACKMinRTTFromRxTime(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := x.establish()
-	c.sackOK = true
-	c.srtt, c.rttvar, c.rto = int64(200*time.Microsecond), int64(100*time.Microsecond), int64(time.Second)
-	c.minRTT = int64(100 * time.Microsecond)
+	c, app := sackConn(x, 200*time.Microsecond, 100*time.Microsecond)
 	c.cwnd = 10 * 1460
 	sendThreeSpaced(t, x, c, app)
 

@@ -20,10 +20,7 @@ func ackSACK(ack uint32, blocks ...TCPSACKBlock) seg {
 // measured, so that RACK's reordering window is 2.5 ms, and lets 10 ms
 // pass as if the segments travelled.
 func rackFlight(x *tcpTest, n int) (*tcpConn, string) {
-	c, app := x.establish()
-	c.sackOK = true
-	c.srtt, c.rttvar, c.rto = int64(10*time.Millisecond), int64(5*time.Millisecond), int64(time.Second)
-	c.minRTT = int64(10 * time.Millisecond)
+	c, app := sackConn(x, 10*time.Millisecond, 10*time.Millisecond)
 	d := sendFlight(x, c, app, n)
 	x.now = x.now.Add(10 * time.Millisecond)
 	x.l.poll(x.now)
@@ -62,10 +59,7 @@ func TestTCPRACKLossByTime(t *testing.T) {
 // window before that one can be.
 func TestTCPRACKRetransmitAmbiguous(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := x.establish()
-	c.sackOK = true
-	c.srtt, c.rttvar, c.rto = int64(300*time.Microsecond), int64(150*time.Microsecond), int64(time.Second)
-	c.minRTT = int64(100 * time.Microsecond)
+	c, app := sackConn(x, 300*time.Microsecond, 100*time.Microsecond)
 	d := pattern(10 * 1460)
 	app.write(d)
 	c.cwnd = 6 * 1460
@@ -389,15 +383,21 @@ func TestTCPRTOBackoffEndsOnTimestamp(t *testing.T) {
 	}
 }
 
-// tsConn establishes a SACK connection with timestamps (TS.Recent 100,
-// offset 50), an RTT of srtt measured (half as much variation, RTO 1 s)
-// and a minimum RTT of minRTT.
-func tsConn(x *tcpTest, srtt, minRTT time.Duration) (*tcpConn, *testApp) {
+// sackConn establishes a SACK connection without timestamps, an RTT of
+// srtt measured (half as much variation, RTO 1 s) and a minimum RTT of
+// minRTT.
+func sackConn(x *tcpTest, srtt, minRTT time.Duration) (*tcpConn, *testApp) {
 	c, app := x.establish()
 	c.sackOK = true
-	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
 	c.srtt, c.rttvar, c.rto = int64(srtt), int64(srtt/2), int64(time.Second)
 	c.minRTT = int64(minRTT)
+	return c, app
+}
+
+// tsConn is sackConn with timestamps (TS.Recent 100, offset 50).
+func tsConn(x *tcpTest, srtt, minRTT time.Duration) (*tcpConn, *testApp) {
+	c, app := sackConn(x, srtt, minRTT)
+	c.tsOK, c.tsRecent, c.tsOff = true, 100, 50
 	return c, app
 }
 
