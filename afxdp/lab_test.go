@@ -325,21 +325,11 @@ func TestLabRxTime(t *testing.T) {
 	_, socks := attachLab(t, l, ProgramConfig{IP: l.ServerIP}, Config{FrameCount: 64, Logf: t.Logf}, 1)
 	s := socks[0]
 	// A permanent neighbour entry: the client sends echo requests at once.
+	if err := lab.AddNeighbour(l.ClientNS, l.ClientIf, l.ServerIP, l.ServerMAC); err != nil {
+		t.Fatal(err)
+	}
 	var fd int
 	if err := l.ClientNS.Do(func() (err error) {
-		h, err := netlink.NewHandle()
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		ifi, err := h.LinkByName(l.ClientIf)
-		if err != nil {
-			return err
-		}
-		if err := h.NeighSet(&netlink.Neigh{LinkIndex: ifi.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-			IP: l.ServerIP.AsSlice(), HardwareAddr: l.ServerMAC}); err != nil {
-			return err
-		}
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
 		return err
 	}); err != nil {
