@@ -23,7 +23,6 @@ CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 
 cd "$(dirname "$0")/.."
-root=$PWD
 source bench/lib.sh
 need_root before-after "namespaces, XDP, AF_XDP"
 need_tools before-after "apt-get install wrk iproute2 ethtool curl" wrk taskset ip ethtool curl go git
@@ -34,11 +33,9 @@ vs=pcba${id}s vc=pcba${id}c
 net=198.19.$((id % 200 + 20))
 native_ip=$net.1 client_ip=$net.2 kernel_ip=$net.3
 dir=$(mktemp -d /tmp/percore-ba.XXXXXX)
-cleanup_more() { git -C "$root" worktree remove --force "$dir/base" 2>/dev/null; }
 clean_on_exit "$dir"
 
-git worktree add -q --detach "$dir/base" "$BASE"
-(cd "$dir/base" && go build -o "$dir/httpd-base" ./cmd/httpd)
+build_httpd_at "$BASE" "$dir/httpd-base"
 go build -o "$dir/httpd-new" ./cmd/httpd
 
 one_queue_lab

@@ -60,7 +60,6 @@ CLIENT_TS=${CLIENT_TS:-1} # 0: the client offers no TCP timestamps (RFC 7323)
 [[ $CLIENT_TS == [01] ]] || { echo "impaired-vs-kernel: CLIENT_TS=$CLIENT_TS: give 0 or 1" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
-root=$PWD
 source bench/lib.sh
 need_root impaired-vs-kernel "namespaces, XDP, AF_XDP"
 tools=(nginx curl sha256sum ip nstat ethtool go)
@@ -102,13 +101,9 @@ senders=(nginx head)
 id=$$
 prefix=pi$((id % 100000))
 dir=$(mktemp -d /tmp/percore-ivk.XXXXXX)
-cleanup_more() { [[ -z $BASE ]] || git -C "$root" worktree remove --force "$dir/base" 2>/dev/null; }
 clean_on_exit "$dir"
 
-if [[ -n $BASE ]]; then
-	git worktree add -q --detach "$dir/base" "$base_rev"
-	(cd "$dir/base" && go build -o "$dir/httpd-base" ./cmd/httpd)
-fi
+[[ -z $BASE ]] || build_httpd_at "$base_rev" "$dir/httpd-base"
 go build -o "$dir/httpd-head" ./cmd/httpd
 go build -o "$dir/lab" ./cmd/lab
 

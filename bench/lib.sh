@@ -43,8 +43,18 @@ bench_exit() {
 	stop_pids
 	for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
 	if declare -F cleanup_more >/dev/null; then cleanup_more || true; fi
+	[[ -z ${base_tree:-} ]] || git -C "$base_repo" worktree remove --force "$base_tree" 2>/dev/null || true
 	[[ -z $bench_dir ]] || rm -rf "$bench_dir"
 	return 0
+}
+
+# build_httpd_at COMMIT OUT: builds cmd/httpd as it was at COMMIT into OUT,
+# in a git worktree under clean_on_exit's directory, which the exit removes.
+# Run from the repository's root.
+build_httpd_at() {
+	base_repo=$PWD base_tree=$bench_dir/base
+	git worktree add -q --detach "$base_tree" "$1"
+	(cd "$base_tree" && go build -o "$2" ./cmd/httpd)
 }
 
 # busy: the machine's busy jiffies so far (/proc/stat: user, nice, system,
