@@ -290,19 +290,7 @@ func TestFdReadableOnRx(t *testing.T) {
 		t.Fatalf("readable before any traffic: %+v", pfd)
 	}
 	// The client's kernel ARPs for our address when asked to ping it.
-	var fd int
-	if err := l.ClientNS.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	req := []byte{8, 0, 0, 0, 0, 1, 0, 1}
-	binary.BigEndian.PutUint16(req[2:], checksum(req))
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet4{Addr: l.ServerIP.As4()}); err != nil {
-		t.Fatal(err)
-	}
+	echoTo(t, l)(1)
 	n, err := unix.Poll(pfd, 5000)
 	if err != nil || n != 1 || pfd[0].Revents&unix.POLLIN == 0 {
 		t.Fatalf("poll = %d %v revents %x, want readable", n, err, pfd[0].Revents)
@@ -312,6 +300,29 @@ func TestFdReadableOnRx(t *testing.T) {
 		t.Fatal("readable but nothing received")
 	} else if f := s.Frame(rx[0].Addr, int(rx[0].Len)); binary.BigEndian.Uint16(f[12:]) != 0x0806 {
 		t.Errorf("first frame is not the ARP request: % x", f[:14])
+	}
+}
+
+// echoTo returns a function that sends an echo request with sequence
+// number seq to l's server address from a raw socket in the client
+// namespace (closed when the test ends). Nothing answers: the tests read
+// the requests from the server's AF_XDP socket.
+func echoTo(t *testing.T, l *lab.Lab) func(seq byte) {
+	t.Helper()
+	var fd int
+	if err := l.ClientNS.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return func(seq byte) {
+		req := []byte{8, 0, 0, 0, 0, 1, 0, seq}
+		binary.BigEndian.PutUint16(req[2:], checksum(req))
+		if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet4{Addr: l.ServerIP.As4()}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -328,25 +339,14 @@ func TestLabRxTime(t *testing.T) {
 	if err := lab.AddNeighbour(l.ClientNS, l.ClientIf, l.ServerIP, l.ServerMAC); err != nil {
 		t.Fatal(err)
 	}
-	var fd int
-	if err := l.ClientNS.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	echo := echoTo(t, l)
 	pfd := []unix.PollFd{{Fd: int32(s.Fd()), Events: unix.POLLIN}}
 	rx := make([]Desc, 8)
 	const rounds = 96 // three times the 32 chunks of the fill ring
 	stamped := 0
 	for i := range rounds {
-		req := []byte{8, 0, 0, 0, 0, 1, 0, byte(i)}
-		binary.BigEndian.PutUint16(req[2:], checksum(req))
 		before := time.Now()
-		if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet4{Addr: l.ServerIP.As4()}); err != nil {
-			t.Fatal(err)
-		}
+		echo(byte(i))
 		if n, err := unix.Poll(pfd, 5000); err != nil || n != 1 {
 			t.Fatalf("round %d: poll = %d %v, want readable", i, n, err)
 		}
