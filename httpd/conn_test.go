@@ -404,6 +404,7 @@ func TestClosingDeadline(t *testing.T) {
 		f := newFixture(t, Config{Docroot: dir, CacheSize: 256 << 10, IdleTimeout: 30 * time.Second}, nil)
 		q := &queueIO{}
 		f.srv.SetFileIO(q)
+		f.srv.nowait = nil // every chunk a job, none read from the page cache on the shard
 		f.c.Feed([]byte("GET /d0/f0000.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), f.now)
 		checked := 0
 		for steps := 0; len(q.jobs) > 0 || f.c.Pending() > 0; steps++ {

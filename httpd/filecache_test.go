@@ -274,8 +274,8 @@ func TestStreamBackpressure(t *testing.T) {
 	if len(rs) != 2 || rs[0].status != 200 || sha256.Sum256([]byte(rs[0].body)) != sums[name] {
 		t.Fatalf("%d responses; first %d, %d bytes", len(rs), rs[0].status, len(rs[0].body))
 	}
-	if f.srv.stats.FileJobs < 9 {
-		t.Errorf("%d file jobs for a file of 8 chunks and a bit", f.srv.stats.FileJobs)
+	if st := f.srv.stats; st.FileJobs+st.InlineChunks < 9 {
+		t.Errorf("%d file jobs and %d chunks read inline for a file of 8 chunks and a bit", st.FileJobs, st.InlineChunks)
 	}
 }
 

@@ -38,7 +38,8 @@ type FileJob struct {
 	waiters []waiter
 	entry   *cacheEntry
 
-	// reading a chunk of file into buf at off
+	// reading a chunk of file into buf at off, after the n bytes read
+	// already (on the shard, from the page cache)
 	c    *Conn
 	gen  uint32 // c's generation when the job was made
 	file *staticFile
@@ -46,6 +47,8 @@ type FileJob struct {
 	buf  []byte
 	n    int
 	err  error
+	keep bool // the file stays open in fd for the stream's later chunks
+	fd   int  // the file kept open, or -1; the shard closes it (Server.dropFile)
 }
 
 // waiter is a connection whose request waits for a path to resolve.
@@ -117,31 +120,56 @@ func (j *FileJob) resolve() {
 // maxWholeFile bounds a file a handler reads whole (ResponseWriter.File).
 const maxWholeFile = 64 << 20
 
-// readChunk reads the next chunk of a streamed file, checking that the file
-// is still the one whose header was sent.
+// readChunk reads the rest of a chunk of a streamed file, after the j.n
+// bytes read already, checking that the file is still the one whose header
+// was sent. It opens the file unless the stream holds it open, and holds it
+// from then on if it may (keep).
 func (j *FileJob) readChunk() {
-	j.n, j.err = 0, nil
-	fd, err := j.srv.site.open(j.file.rel)
-	if err != nil {
-		j.err = err
-		return
+	j.err = nil
+	fd := j.fd
+	if fd < 0 {
+		var err error
+		if fd, err = j.srv.site.open(j.file.rel); err != nil {
+			j.err = err
+			return
+		}
+		if j.keep {
+			j.fd = fd
+		} else {
+			defer unix.Close(fd)
+		}
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		j.err = err
-		return
-	}
-	if st.Size != j.file.size || st.Mtim.Nano() != j.file.mtimeNs {
-		j.err = errChanged
+	if j.err = j.file.changed(fd); j.err != nil {
 		return
 	}
 	want := int(min(int64(len(j.buf)), j.file.size-j.off))
-	n, err := preadFull(fd, j.buf[:want], j.off)
-	if err == nil && n < want {
+	n, err := preadFull(fd, j.buf[j.n:want], j.off+int64(j.n))
+	j.n += n
+	if err == nil && j.n < want {
 		err = errChanged
 	}
-	j.n, j.err = n, err
+	j.err = err
+}
+
+// changed reports errChanged when the file open as fd is no longer the one
+// whose header was sent: its size or modification time differs.
+func (f *staticFile) changed(fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Size != f.size || st.Mtim.Nano() != f.mtimeNs {
+		return errChanged
+	}
+	return nil
+}
+
+// readNowait reads into b at off from the page cache alone, never waiting
+// for the disk (preadv2 with RWF_NOWAIT, Linux 4.14): EAGAIN when the first
+// page is not cached, a short count when only some are.
+func readNowait(fd int, b []byte, off int64) (int, error) {
+	iov := [1][]byte{b}
+	return unix.Preadv2(fd, iov[:], off, unix.RWF_NOWAIT)
 }
 
 // preadFull reads until b is full or the file ends.

@@ -21,6 +21,11 @@ func (c *Conn) SetWaker(w Waker) { c.waker = w }
 // waits until the chunk before that has been advanced, so a slow reader
 // holds two chunk buffers and the disk waits for it (back-pressure). A
 // Conn's stream is made once and reused for its later responses.
+//
+// The first chunk's job opens the file (open may wait on the disk for its
+// metadata) and the stream keeps it open until it ends (job.keep, up to
+// maxOpenFiles per Server); each later chunk is read on the shard when the
+// page cache holds it, and goes to the FileIO when it does not.
 type stream struct {
 	job    FileJob // the chunk read in flight, or the last one
 	bufs   [2][]byte
@@ -35,6 +40,11 @@ type stream struct {
 // outChunk tags an output slice that is a stream chunk.
 const outChunk = -2
 
+// maxOpenFiles bounds the files a Server's streams hold open, so that many
+// slow downloads cannot use up the process's descriptors (RLIMIT_NOFILE);
+// streams beyond it open their file for every chunk, on a worker.
+const maxOpenFiles = 2048
+
 // startStream queues f's bytes [off, end) after the header already queued.
 func (c *Conn) startStream(f *staticFile, off, end int64) {
 	if c.st == nil {
@@ -42,36 +52,50 @@ func (c *Conn) startStream(f *staticFile, off, end int64) {
 	}
 	st := c.st
 	st.active, st.next, st.end = true, off, end
-	st.job = FileJob{srv: c.srv, file: f}
+	s := c.srv
+	keep := s.stats.OpenFiles < maxOpenFiles
+	if keep {
+		s.stats.OpenFiles++ // taken now, closed by dropFile
+	}
+	st.job = FileJob{srv: s, file: f, keep: keep, fd: -1}
 	c.readChunk()
 }
 
-// readChunk submits the next chunk's read when one is due and a buffer is
-// free (the chunk two back has been advanced).
+// readChunk reads the next chunks while they are due and a buffer is free
+// (the chunk two back has been advanced): those the page cache holds at
+// once, on the shard, until one goes to the FileIO. A loop, not recursion
+// through chunkLanded.
 func (c *Conn) readChunk() {
-	st := c.st
-	if st == nil || !st.active || st.busy || st.next >= st.end || st.pushed-st.done > 1 {
-		return
+	for {
+		st := c.st
+		if st == nil || !st.active || st.busy || st.next >= st.end || st.pushed-st.done > 1 {
+			return
+		}
+		i := st.pushed % 2
+		if st.bufs[i] == nil {
+			st.bufs[i] = c.srv.takeChunk()
+		}
+		j := &st.job
+		j.c, j.gen, j.off, j.n, j.err = c, c.gen, st.next, 0, nil
+		j.buf = st.bufs[i][:min(int64(chunkSize), st.end-st.next)]
+		if !c.srv.read(j) {
+			st.busy = true
+			return
+		}
+		c.chunkLanded(j)
 	}
-	i := st.pushed % 2
-	if st.bufs[i] == nil {
-		st.bufs[i] = c.srv.takeChunk()
-	}
-	j := &st.job
-	j.c, j.gen, j.off, j.buf = c, c.gen, st.next, st.bufs[i][:min(int64(chunkSize), st.end-st.next)]
-	st.busy = true
-	c.srv.submit(j)
 }
 
-// chunkLanded queues a chunk that was read, and reads the next. A failed read
-// ends the response short: the connection closes after what was queued, which
-// tells the client that the body is incomplete.
+// chunkLanded queues a chunk that was read. A failed read ends the response
+// short: the connection closes after what was queued, which tells the client
+// that the body is incomplete. The caller reads the next (readChunk).
 func (c *Conn) chunkLanded(j *FileJob) {
 	st := c.st
 	st.busy = false
 	if j.err != nil || j.n == 0 {
 		c.srv.stats.StreamAborts++
 		st.active = false
+		c.srv.dropFile(j)
 		c.closing = true
 		return
 	}
@@ -80,9 +104,8 @@ func (c *Conn) chunkLanded(j *FileJob) {
 	st.next += int64(j.n)
 	if st.next >= st.end {
 		st.active = false
-		return
+		c.srv.dropFile(j)
 	}
-	c.readChunk()
 }
 
 // chunkDone counts a chunk that Advance has passed, and reads the next.
@@ -166,11 +189,12 @@ func (c *Conn) cancelIO() {
 	}
 	if st := c.st; st != nil {
 		if st.busy {
-			c.st = nil
+			c.st = nil // its job closes the file when it lands (Server.Complete)
 			return
 		}
 		// Called when the output is dropped or was all advanced.
 		st.active, st.pushed, st.done = false, 0, 0
+		c.srv.dropFile(&st.job)
 	}
 }
 

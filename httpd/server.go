@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/netip"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Server is one shard's HTTP responder: its Date header, counters, connection
@@ -25,6 +27,10 @@ type Server struct {
 	loading map[string]*FileJob // paths being resolved, with the connections waiting
 	io      FileIO              // nil: files are read inline
 	mem     Memory              // nil: buffers charged to no budget (memory.go)
+
+	// nowait reads from the page cache alone (readNowait); nil where the
+	// kernel or the file system cannot.
+	nowait func(fd int, b []byte, off int64) (int, error)
 }
 
 // Stats are one shard's HTTP counters. Each field's stat tag says what it
@@ -46,6 +52,8 @@ type Stats struct {
 	Offloads       uint64 `stat:"count"` // handler jobs run off the shard (ResponseWriter.Offload)
 	FileShed       uint64 `stat:"drop"`  // requests answered 503: a file or handler job was due with the FileIO full
 	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
+	InlineChunks   uint64 `stat:"count"` // stream chunks read on the shard from the page cache, with no file job
+	OpenFiles      uint64 `stat:"gauge"` // files held open by streams (at most maxOpenFiles)
 }
 
 // Add merges o into s (for reports across shards).
@@ -66,6 +74,8 @@ func (s *Stats) Add(o Stats) {
 	s.Offloads += o.Offloads
 	s.FileShed += o.FileShed
 	s.StreamAborts += o.StreamAborts
+	s.InlineChunks += o.InlineChunks
+	s.OpenFiles += o.OpenFiles
 }
 
 const (
@@ -77,7 +87,7 @@ const (
 // NewServer makes shard's responder. log may be nil (no access log); it receives
 // whole buffered batches of Common Log Format lines from Tick, off the request path.
 func NewServer(site *Site, log io.Writer) *Server {
-	s := &Server{site: site, log: log}
+	s := &Server{site: site, log: log, nowait: readNowait}
 	if log != nil {
 		s.logBuf = make([]byte, 0, logBufInitial)
 	}
@@ -136,10 +146,12 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 	if j.file != nil {
 		c := j.c
 		if c.gen != j.gen || c.st == nil || &c.st.job != j {
+			s.dropFile(j) // its stream is gone
 			return
 		}
 		c.now = now
 		c.chunkLanded(j)
+		c.readChunk()
 		c.afterIO()
 		return
 	}
@@ -167,15 +179,73 @@ func (s *Server) Complete(j *FileJob, now time.Time) {
 	}
 }
 
-// submit hands a chunk job to the FileIO, or runs it inline without one.
-func (s *Server) submit(j *FileJob) {
-	s.stats.FileJobs++
+// Drop takes back a job its FileIO will not complete, as it closes (the
+// stack has released every connection): a stream's file is closed.
+func (s *Server) Drop(j *FileJob) {
+	if j.file != nil {
+		s.dropFile(j)
+	}
+}
+
+// read reads chunk job j: on the shard without a FileIO, or when the page
+// cache holds the chunk (readCached), else by the FileIO. It reports
+// whether j has landed (chunkLanded is due).
+func (s *Server) read(j *FileJob) bool {
 	if s.io == nil {
+		s.stats.FileJobs++
 		j.Run()
-		j.c.chunkLanded(j)
+		return true
+	}
+	if s.readCached(j) {
+		s.stats.InlineChunks++
+		return true
+	}
+	s.stats.FileJobs++
+	s.io.Submit(j)
+	return false
+}
+
+// readCached reads j's chunk on the shard, from the page cache alone, when
+// its stream holds the file open; it reports whether that read it whole.
+// What it did read (j.n) stays, for the worker to go on from. A kernel or
+// file system that cannot read without waiting is not asked again.
+func (s *Server) readCached(j *FileJob) bool {
+	if j.fd < 0 || s.nowait == nil {
+		return false
+	}
+	n, err := s.nowait(j.fd, j.buf, j.off)
+	switch err {
+	case nil:
+	case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS:
+		s.nowait = nil
+		return false
+	default: // EAGAIN: not cached; anything else, the worker reports
+		return false
+	}
+	if n <= 0 {
+		return false
+	}
+	j.n = n
+	if n < len(j.buf) {
+		return false
+	}
+	j.err = j.file.changed(j.fd)
+	return true
+}
+
+// dropFile closes the file j's stream held open, on the shard, when no
+// worker has it: once the stream has read its last chunk, failed, or gone.
+// It frees the stream's place under maxOpenFiles.
+func (s *Server) dropFile(j *FileJob) {
+	if !j.keep {
 		return
 	}
-	s.io.Submit(j)
+	if j.fd >= 0 {
+		unix.Close(j.fd)
+		j.fd = -1
+	}
+	j.keep = false
+	s.stats.OpenFiles--
 }
 
 // takeChunk lends a stream chunk buffer to a connection.

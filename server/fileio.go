@@ -124,9 +124,16 @@ func (f *fileIO) Drain(time.Time) {}
 func (f *fileIO) Drained() bool   { return true }
 
 // Close stops the workers once the jobs handed over are done (the stack has
-// closed every connection; what they read is dropped) and closes the eventfd.
+// closed every connection; what they read is dropped, and the files they
+// hold closed) and closes the eventfd.
 func (f *fileIO) Close() {
 	close(f.jobs)
 	f.wg.Wait()
+	for _, j := range f.done {
+		f.srv.Drop(j)
+	}
+	for _, j := range f.over {
+		f.srv.Drop(j)
+	}
 	unix.Close(f.efd)
 }
