@@ -31,7 +31,8 @@ const (
 // in the shard's epoll that wakes the shard when jobs are done. The shard
 // hands jobs over on a channel (never blocking: a full channel's jobs wait in
 // over) and takes finished ones back under a mutex, once per wake-up. Only
-// a cache miss or a streamed chunk comes this way, never a hit.
+// a cache miss or a streamed chunk the page cache lacks (or a stream's
+// first, which opens the file) comes this way, never a hit.
 type fileIO struct {
 	srv  *httpd.Server
 	jobs chan *httpd.FileJob
