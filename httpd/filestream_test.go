@@ -327,3 +327,41 @@ func TestStreamZeroAllocs(t *testing.T) {
 		t.Errorf("%d chunks read inline in 21 responses, want 8 each", f.srv.Stats().InlineChunks-inline)
 	}
 }
+
+// TestReadNowait: the kernel's side of inline reads. A file evicted from
+// the page cache is not read (EAGAIN), never waited for; once read, it is.
+func TestReadNowait(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	want := make([]byte, 1<<20)
+	for i := range want {
+		want[i] = byte(i * 13 >> 4)
+	}
+	if err := os.WriteFile(name, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	b := make([]byte, len(want))
+	if _, err := readNowait(fd, b, 0); err == unix.EOPNOTSUPP || err == unix.EINVAL || err == unix.ENOSYS {
+		t.Skipf("the file system cannot read without waiting: %v", err)
+	}
+	if err := unix.Fsync(fd); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := readNowait(fd, b, 0); err != unix.EAGAIN {
+		t.Errorf("evicted file: %d bytes, %v; want EAGAIN", n, err)
+	}
+	if _, err := preadFull(fd, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	clear(b)
+	if n, err := readNowait(fd, b, 0); n != len(want) || err != nil || string(b) != string(want) {
+		t.Errorf("cached file: %d of %d bytes, %v", n, len(want), err)
+	}
+}
