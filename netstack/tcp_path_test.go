@@ -436,13 +436,15 @@ func TestTCPPRRRecoveryProbe(t *testing.T) {
 // the two; taken for the earlier one's: 0 and 1 reductions, 0 and 1
 // retransmissions. With CUBIC growing 5% a round trip after slow start
 // (cubicAck) the bursts differ again, and seed 2's reordering costs
-// nothing either: 0 and 0. The frames' arrival times (the delay lines stamp them,
+// nothing either: 0 and 0. With HyStart's ACK train timed by the ACKs'
+// arrival, slow start ends at another window: 1 and 1, each undone at a
+// partial ACK. The frames' arrival times (the delay lines stamp them,
 // as AF_XDP does) move nothing here: the echoed timestamps already tell
 // which transmission an ACK answers (TestTCPPathReorderNoTimestamps).
 // Counts are exact (the path and the clock are deterministic): a
 // change that moves them should say why.
 func TestTCPPathReorder(t *testing.T) {
-	want := []struct{ reductions, partial, retransmits uint64 }{{0, 0, 0}, {0, 0, 0}}
+	want := []struct{ reductions, partial, retransmits uint64 }{{1, 1, 1}, {1, 1, 1}}
 	for seed := uint64(1); seed <= 2; seed++ {
 		n := newPath(t, 50*time.Microsecond, 0, seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16})
 		n.ab.rate, n.ab.queue = 250e6, 4096
@@ -463,8 +465,8 @@ func TestTCPPathReorder(t *testing.T) {
 	}
 }
 
-// TestTCPPathReorderNoTimestamps: TestTCPPathReorder's path, seeds 3 and
-// 12, between peers without timestamps. Only RFC 8985 §6.2 step 2's
+// TestTCPPathReorderNoTimestamps: TestTCPPathReorder's path, seeds 3, 12
+// and 13, between peers without timestamps. Only RFC 8985 §6.2 step 2's
 // min_RTT test then tells that an ACK answers a held-back original, not
 // its retransmission. Timed from the server's Poll, 200 µs apart, an ACK
 // that came 10 µs after the retransmission passed for its answer, and
@@ -477,14 +479,17 @@ func TestTCPPathReorder(t *testing.T) {
 // no longer makes RACK deem lost at once what was sent before it: 1 and 2
 // without the arrival times too. With CUBIC growing 5% a round trip
 // after slow start (cubicAck) the bursts differ and no reordering
-// costs a reduction: 0 and 0, either way. Counts are exact: a change
-// that moves them should say why.
+// costs a reduction: 0 and 0, either way. With HyStart's ACK train timed
+// by the ACKs' arrival, 0 and 1 with the arrival times, 0 and 0 without;
+// seed 13 added, whose reordering costs 2 reductions and 3
+// retransmissions either way. Counts are exact: a change that moves them
+// should say why.
 func TestTCPPathReorderNoTimestamps(t *testing.T) {
 	for _, c := range []struct {
 		seed                           uint64
 		noStamp                        bool
 		reductions, retransmits, undos uint64
-	}{{3, false, 0, 0, 0}, {3, true, 0, 0, 0}, {12, false, 0, 0, 0}, {12, true, 0, 0, 0}} {
+	}{{3, false, 0, 0, 0}, {3, true, 0, 0, 0}, {12, false, 1, 1, 1}, {12, true, 0, 0, 0}, {13, false, 2, 3, 2}, {13, true, 2, 3, 2}} {
 		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: true})
 		n.ab.rate, n.ab.queue = 250e6, 4096
 		n.ab.reorder, n.ba.reorder = 0.10, 0.10
@@ -516,14 +521,15 @@ func TestTCPPathReorderNoTimestamps(t *testing.T) {
 // arms it 2 ms later (TCP_TIMEOUT_MIN_US), which here left 1 and 1, but
 // on a lossy path delays every loss the timer finds. With CUBIC growing
 // 5% a round trip after slow start (cubicAck), more is in flight when a
-// stall comes: 3 and 4 (3 and 3). Counts are exact: a change that moves
+// stall comes: 3 and 4 (3 and 3); with HyStart's ACK train timed by the
+// ACKs' arrival, 5 and 4 (3 and 3). Counts are exact: a change that moves
 // them should say why.
 func TestTCPPathReorderStalls(t *testing.T) {
 	for _, c := range []struct {
 		seed        uint64
 		ts          bool
 		retransmits uint64
-	}{{2, false, 3}, {12, false, 4}, {2, true, 3}, {12, true, 3}} {
+	}{{2, false, 5}, {12, false, 4}, {2, true, 3}, {12, true, 3}} {
 		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: !c.ts})
 		n.ab.rate, n.ab.queue = 250e6, 4096
 		n.ab.reorder, n.ba.reorder = 0.10, 0.10
