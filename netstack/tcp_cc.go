@@ -151,6 +151,7 @@ func (l *tcpLayer) cubicAck(c *tcpConn, acked uint32) {
 	cwnd := uint64(c.cwnd)
 	if !c.cubicOn {
 		c.cubicOn, s.epoch = true, l.now
+		c.cubicNew = s.wmax == 0 // no congestion event yet, or a timeout since
 		if s.wmax < c.cwnd {
 			s.wmax = c.cwnd // no reduction to come back from: K = 0
 		}
@@ -168,7 +169,7 @@ func (l *tcpLayer) cubicAck(c *tcpConn, acked uint32) {
 	s.westRem = w % (den * cwnd)
 
 	t := float64(l.now-s.epoch) / 1e9
-	if s.west > c.cwnd && s.wcubic(t, mss) < float64(s.west) {
+	if s.west > c.cwnd && s.wcubic(t, mss) < float64(s.west) && !c.cubicNew {
 		c.cwnd = s.west // Reno-friendly region
 		c.caAcked = 0
 		return
@@ -176,6 +177,17 @@ func (l *tcpLayer) cubicAck(c *tcpConn, acked uint32) {
 	// Concave and convex regions: aim at the curve one RTT ahead,
 	// within [cwnd, 1.5 cwnd], by (target - cwnd)/cwnd per byte acked.
 	target := min(max(s.wcubic(t+float64(c.srtt)/1e9, mss), float64(cwnd)), float64(cwnd*3/2))
+	if c.cubicNew {
+		// With no window to come back to (slow start ended without a
+		// loss, or a timeout forgot it), the curve starts flat at the
+		// window slow start reached, which is only where HyStart++ saw
+		// a queue begin, not the path's capacity; Linux's CUBIC then
+		// grows at least 5% a round trip until the first congestion
+		// event (bictcp_update: "the initial growth of cubic function
+		// may be too conservative when the available bandwidth is
+		// still unknown"), or as Reno would if that is faster.
+		target = max(target, float64(cwnd+cwnd/20), float64(s.west))
+	}
 	inc := uint64(c.caAcked) + (uint64(target)-cwnd)*uint64(acked)
 	c.cwnd += uint32(inc / cwnd)
 	c.caAcked = uint32(inc % cwnd)

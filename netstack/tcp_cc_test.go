@@ -122,6 +122,45 @@ func TestTCPCUBICGrowth(t *testing.T) {
 	}
 }
 
+// A stage with no window to come back to (slow start ended without a
+// loss, as HyStart++ ends it) grows at least 5% a window acknowledged, as
+// Linux's CUBIC does until the first congestion event; RFC 9438 alone
+// would start flat at cwnd (W_cubic(t) = 0.4*t^3 + cwnd, K = 0) and follow
+// W_est, one segment a window: 1460*1460/58400 = 36 bytes an ACK. Once a
+// loss has set W_max, the next stage follows the RFC again.
+func TestTCPCUBICFirstStage(t *testing.T) {
+	x := newTCPTest(t, cubicTestConfig())
+	c, app := x.establish()
+	c.sackOK = true
+	sendFlight(x, c, app, 40) // cwnd 40*1460 = 58400
+	c.ssthresh = c.cwnd       // slow start over, no loss
+	c.srtt = int64(100 * time.Millisecond)
+	c.rttOn = false
+	// target = cwnd + cwnd/20 = 61320: cwnd += 2920*1460/58400 = 73.
+	ackAt(x, 0, 1)
+	if !c.cubicNew || c.cubic.wmax != 58400 || c.cwnd != 58473 {
+		t.Fatalf("first ACK: new stage %v W_max %d cwnd %d, want true, 58400, 58473", c.cubicNew, c.cubic.wmax, c.cwnd)
+	}
+	for i := 2; i <= 40; i++ {
+		ackAt(x, 0, i)
+	}
+	if c.cwnd < 58400*21/20-40 {
+		t.Fatalf("a window acknowledged: cwnd %d, want about %d (5%% more)", c.cwnd, 58400*21/20)
+	}
+	x.recv()
+	cubicLoss(x, c, app, 40, 40)
+	x.send(seg{TCPFields: fl(A, 5001, segSeq(80), 65535)})
+	c.cwnd = c.ssthresh
+	app.write(pattern(1460 * 40))
+	x.kick(c)
+	x.recv()
+	cwnd := c.cwnd
+	ackAt(x, 0, 81)
+	if c.cubicNew || c.cwnd-cwnd > 40 {
+		t.Fatalf("after a loss: new stage %v, cwnd %d -> %d (W_est's growth, about 20 bytes an ACK)", c.cubicNew, cwnd, c.cwnd)
+	}
+}
+
 // A timeout reduces like a loss, then sets cwnd to one segment (RFC 9438
 // §4.8); a backed-off timeout does not reduce again, and the next stage
 // starts from K = 0.

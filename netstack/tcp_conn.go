@@ -79,6 +79,7 @@ type tcpConn struct {
 	recovery  bool // in fast recovery (RFC 6582)
 	rtxUna    bool // SND.UNA's segment was retransmitted at rtxMark (lost-retransmission check)
 	cubicOn   bool // a CUBIC congestion avoidance stage is running (from cubic.epoch)
+	cubicNew  bool // the stage began with no window to come back to (tcp_cc.go, cubicAck)
 	dsackOn   bool // dsack is to be reported in the next segment (RFC 2883)
 	undoOn    bool // a reduction may still be undone (undoCwnd...)
 	rackOn    bool // rackXmit... describe a delivered segment

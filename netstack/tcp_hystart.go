@@ -82,7 +82,7 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 		// rounds never began).
 		h.roundEnd = c.sndMax
 		h.lastMin, h.curMin, h.samples = h.curMin, 0, 0
-		h.start, h.lastAck = uint32(l.now/1000), uint32(l.now/1000)
+		h.start, h.lastAck = uint32(l.rxAt/1000), uint32(l.rxAt/1000)
 		if h.baseline != 0 {
 			h.cssRound++
 			if h.cssRound >= hsCSSRounds {
@@ -122,13 +122,18 @@ func (l *tcpLayer) slowStart(c *tcpConn, ack seqnum, acked uint32) {
 
 // ackTrain reports whether this ACK extends the round's ACK train past
 // half the minimum RTT and the ACK delay cushion (Linux's threshold
-// without pacing).
+// without pacing). The train is timed by the ACKs' arrival (rxAt), as
+// Linux times it in the softirq that receives them: timed by the Poll
+// that handles them, ACKs that came back to back but waited while the
+// shard was busy or asleep (a wake-up on a virtual machine takes tens of
+// microseconds) spread out, and on the lab's clean path slow start ended
+// at 20-115 segments (28-172 timed by arrival; Linux's at 66-156).
 func (l *tcpLayer) ackTrain(c *tcpConn) bool {
 	h := &c.hystart
 	if c.cwnd < hsTrainLowWindow*uint32(c.mss) || c.minRTT == 0 {
 		return false
 	}
-	now := uint32(l.now / 1000)
+	now := uint32(l.rxAt / 1000)
 	if now-h.lastAck > hsTrainGap {
 		return false
 	}

@@ -65,11 +65,13 @@ type ssClock struct {
 	x   *tcpTest
 	c   *tcpConn
 	ack seqnum
+	age time.Duration // how long before it is handled the next ACK arrived
 }
 
 func (s *ssClock) step(d time.Duration) {
 	mss := uint32(s.c.mss)
 	s.x.l.now += int64(d)
+	s.x.l.rxAt = s.x.l.now - int64(s.age)
 	s.ack = s.ack.add(mss)
 	s.c.sndMax = s.c.sndMax.add(2 * mss)
 	s.x.l.slowStart(s.c, s.ack, mss)
@@ -119,6 +121,38 @@ func TestTCPHyStartACKTrain(t *testing.T) {
 	}
 }
 
+// The train is timed by the ACKs' arrival, not by the Poll that handles
+// them: ACKs that came back to back but waited (the shard busy or
+// asleep) do not end slow start, and ACKs whose arrivals span more than
+// half the minimum RTT do, also when one Poll handles them all.
+func TestTCPHyStartTrainArrival(t *testing.T) {
+	x := newTCPTest(t, tcpTestConfig())
+	c, _ := rackFlight(x, 4) // minRTT 10 ms: the train must run past 5 ms
+	mss := uint32(c.mss)
+	s := &ssClock{x: x, c: c, ack: c.sndUna}
+	c.cwnd = 20 * mss
+	c.sndMax = c.sndMax.add(40 * mss) // a round of 40 segments
+	s.step(0)                         // the round begins
+	for i := 1; i <= 8; i++ {
+		// Handled 1 ms apart, arrived 0.1 ms apart.
+		s.age = time.Duration(i) * 900 * time.Microsecond
+		s.step(time.Millisecond)
+	}
+	if c.hystart.done {
+		t.Fatalf("slow start ended on ACKs that arrived within 0.8 ms: %+v", c.hystart)
+	}
+	// One Poll handles ACKs that arrived 1 ms apart over 7 ms.
+	s.age = 7 * time.Millisecond
+	s.round()
+	for i := 0; i < 7; i++ {
+		s.age -= time.Millisecond
+		s.step(0)
+	}
+	if !c.hystart.done || c.ssthresh != c.cwnd {
+		t.Fatalf("slow start goes on after ACKs that arrived over 7 ms: ssthresh %d cwnd %d, %+v", c.ssthresh, c.cwnd, c.hystart)
+	}
+}
+
 // On a path of a tenth of a millisecond the train test waits out Linux's
 // cushion (hsAckDelay): at 20 segments, 100 µs of train (past half the
 // minimum RTT) does not end slow start; at 200 segments, whose cushion is
@@ -156,6 +190,7 @@ func TestTCPHyStartHighISN(t *testing.T) {
 	c, _ := rackFlight(x, 4)
 	c.sndMax = 0x9000_0000
 	x.l.now = int64(5 * time.Millisecond)
+	x.l.rxAt = x.l.now
 	x.l.slowStart(c, 0x8000_1000, uint32(c.mss))
 	if c.hystart.roundEnd != 0x9000_0000 || c.hystart.start != 5000 {
 		t.Fatalf("hystart %+v", c.hystart)
