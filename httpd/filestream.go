@@ -108,12 +108,6 @@ func (c *Conn) chunkLanded(j *FileJob) {
 	}
 }
 
-// chunkDone counts a chunk that Advance has passed, and reads the next.
-func (c *Conn) chunkDone() {
-	c.st.done++
-	c.readChunk()
-}
-
 // afterIO goes on after a file job landed: serve the requests buffered behind
 // it, apply a FIN that arrived meanwhile, and tell the stack.
 func (c *Conn) afterIO() {
