@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"percore/internal/testutil"
 )
 
 // streamFile is the streamed file of the tests below: nine chunks, the last
@@ -62,21 +64,10 @@ func body(t *testing.T, out []byte) [32]byte {
 	return sha256.Sum256([]byte(rs[0].body))
 }
 
-// openFDs counts the process's descriptors that refer to the stream file
-// (counting them all would race with anything else closing or opening one).
+// openFDs counts the process's descriptors that refer to the stream file.
 func openFDs(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && filepath.Base(target) == filepath.Base(streamName) {
-			n++
-		}
-	}
-	return n
+	return testutil.OpenFilesNamed(t, filepath.Base(streamName))
 }
 
 // TestStreamReadsCachedChunksInline: once the first chunk's job has opened

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"percore/internal/testutil"
 )
 
 // streamSize is a file streamed in sixteen chunks with a 256 KiB cache.
@@ -59,29 +61,12 @@ func streamEnds(t *testing.T, dial func() (net.Conn, *bufio.Reader), sum string,
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := fdsOf(t, "s.bin"); n != 0 {
+	if n := testutil.OpenFilesNamed(t, "s.bin"); n != 0 {
 		t.Errorf("%d descriptors still refer to the streamed file", n)
 	}
 	if total("http.inline_chunks") == 0 {
 		t.Error("no chunk read from the page cache on the shard")
 	}
-}
-
-// fdsOf counts the process's descriptors that refer to a file named name.
-// Counting them all instead races with other tests' connections closing.
-func fdsOf(t *testing.T, name string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && filepath.Base(target) == name {
-			n++
-		}
-	}
-	return n
 }
 
 func TestStreamFilesClosedPosix(t *testing.T) {

@@ -140,3 +140,22 @@ func writeAll(fd int, p []byte) error {
 	}
 	return nil
 }
+
+// OpenFilesNamed counts the process's descriptors that refer to a file
+// whose base name is name: a test that a server closes what it opened
+// counts those, since a count of all descriptors moves with anything else
+// the process opens or closes meanwhile.
+func OpenFilesNamed(t testing.TB, name string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && filepath.Base(target) == name {
+			n++
+		}
+	}
+	return n
+}
