@@ -3,11 +3,12 @@
 # TCP sends) and from percore's httpd on the native stack (percore's TCP
 # sends), through the same impairment bridge, for several impaired paths.
 # For each path one lab (cmd/lab up --impair SPEC, seeded), both servers on
-# it, downloads interleaved (nginx, percore, nginx, percore ...), medians
-# over the rounds; every download is checked byte-exact with sha256. Prints
-# markdown tables: time and CPU with the percore/Linux ratio, context
-# switches, and retransmissions and D-SACKs received per download (nginx's
-# from nstat, percore's from its Prometheus metrics).
+# it, downloads interleaved (nginx, percore, then percore, nginx: each round
+# begins with the next sender), medians over the rounds; every download is
+# checked byte-exact with sha256. Prints markdown tables: time and CPU with
+# the percore/Linux ratio, the same ratio round by round, context switches,
+# and retransmissions and D-SACKs received per download (nginx's from
+# nstat, percore's from its Prometheus metrics).
 #
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
@@ -271,7 +272,11 @@ for path in "${paths[@]}"; do
 
 	for s in "${sizes[@]}"; do
 		for r in $(seq "$ROUNDS"); do
-			for sender in "${senders[@]}"; do
+			# Each round begins with the next sender, so that each
+			# goes first (after the pause between sizes and rounds)
+			# as often as the others.
+			k=$(((r - 1) % ${#senders[@]}))
+			for sender in "${senders[@]:k}" "${senders[@]:0:k}"; do
 				if [[ -n $BASE && $sender != nginx ]]; then
 					start_httpd "$sender"
 					answers "${url[$sender]}" "$dir/$sender.log"
@@ -298,12 +303,13 @@ done
 echo
 if [[ -z $BASE ]]; then
 	echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC), one file,"
-	echo "curl in the client namespace, $ROUNDS interleaved rounds, medians; every download sha256-checked."
+	echo "curl in the client namespace, $ROUNDS interleaved rounds (each begins with the next sender), medians;"
+	echo "every download sha256-checked."
 else
 	echo "Download from nginx (Linux TCP, $linux_cc) and percore native (--tcp-cc $TCP_CC) built at base"
 	echo "$(git rev-parse --short "$base_rev") and at head $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + work tree'), one file, curl in the client namespace,"
-	echo "$ROUNDS interleaved rounds (nginx, base, head; each httpd started afresh, one untimed warm-up"
-	echo "download), medians; every download sha256-checked."
+	echo "$ROUNDS interleaved rounds (nginx, base, head, each round beginning with the next; each httpd"
+	echo "started afresh, one untimed warm-up download), medians; every download sha256-checked."
 fi
 echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
 ((CLIENT_TS)) || echo "The client offered no TCP timestamps (CLIENT_TS=0): neither sender used them."
@@ -332,6 +338,28 @@ for path in "${paths[@]}"; do
 				"$name" "$spec" "$s" "$a" "$o" "$b" "$(ratio "$b" "$o")" "$(ratio "$b" "$a")" \
 				"$ca" "$co" "$cb" "$(ratio "$cb" "$co")" "$(ratio "$cb" "$ca")"
 		fi
+	done
+done
+
+# Round by round: each percore build's time over nginx's in the same round,
+# the median of those ratios and the rounds in which percore was faster.
+# Paired by round, the ratio does not move with the machine's speed from
+# one round to the next (the host's steal time, a neighbour's load), which
+# the ratio of the medians above does.
+echo
+echo "| path | size |$(for x in "${senders[@]:1}"; do printf ' %s/Linux round by round: median, faster in |' "$(label "$x")"; done)"
+echo "|---|---:|$(for _ in "${senders[@]:1}"; do printf -- '---:|'; done)"
+for path in "${paths[@]}"; do
+	name=${path%%|*}
+	for s in "${sizes[@]}"; do
+		printf '| %s | %d MiB |' "$name" "$s"
+		for x in "${senders[@]:1}"; do
+			paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,$x]}") <(tr ' ' '\n' <<<"${res[$name,$s,nginx]}") |
+				awk 'NF == 2 && $2 > 0 { print $1 / $2, ($1 < $2) }' | sort -g |
+				awk '{ r[NR] = $1; f += $2 } END { m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+					printf " %.2fx, %d of %d rounds |", m, f, NR }'
+		done
+		echo
 	done
 done
 
