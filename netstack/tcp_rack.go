@@ -227,7 +227,7 @@ func (l *tcpLayer) txPrune(c *tcpConn, una seqnum) {
 // (TestTCPRACKRetransmitAmbiguous). With the RTT of the last segment
 // delivered, the ACK deems lost only segments sent a reordering window or
 // more before that one.
-func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
+func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32, f *TCPFields) {
 	for _, e := range c.txRecs() {
 		if !e.r.gt(lo) || !e.l.lt(hi) || c.unsacked(seqMax(e.l, lo), seqMin(e.r, hi)) == 0 {
 			continue
@@ -244,6 +244,16 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 			// only the min_RTT test tells, on the ACK's arrival.
 			continue
 		}
+		if e.rtx && ecr == 0 && c.nothingAheadDelivered(e.at, hi, f) {
+			// Without an echo, the same step's ambiguity told by
+			// the order of the path: had the retransmission
+			// arrived, the originals sent shortly before it above
+			// it would have come first, and some would be SACKed.
+			// None is: the ACK answers the original, which came
+			// late (an ACK held back on its way, a segment the path
+			// held back).
+			continue
+		}
 		end := seqMin(e.r, hi)
 		c.rackRTT = rtt
 		if e.at > c.rackXmit || (e.at == c.rackXmit && end.gt(c.rackEnd)) || !c.rackOn {
@@ -256,6 +266,31 @@ func (l *tcpLayer) rackDelivered(c *tcpConn, lo, hi seqnum, ecr uint32) {
 			c.hystartSample(rtt)
 		}
 	}
+}
+
+// nothingAheadDelivered reports whether originals sent within SRTT before
+// at lie above hi, DupThresh segments or more, and none of their bytes is
+// SACKed, by the scoreboard or by the ACK in f (not in the scoreboard
+// yet). Fewer, or older ones (those a timeout deemed lost), may all have
+// been lost.
+func (c *tcpConn) nothingAheadDelivered(at int64, hi seqnum, f *TCPFields) bool {
+	ahead := uint32(0)
+	for _, e := range c.txRecs() {
+		if e.rtx || e.at >= at || e.at < at-c.srtt || !e.r.gt(hi) {
+			continue
+		}
+		lo := seqMax(e.l, hi)
+		if c.unsacked(lo, e.r) < e.r.diff(lo) {
+			return false
+		}
+		for i := 0; i < f.NSACK; i++ {
+			if seqnum(f.SACK[i].Left).lt(e.r) && lo.lt(seqnum(f.SACK[i].Right)) {
+				return false
+			}
+		}
+		ahead += e.r.diff(lo)
+	}
+	return ahead >= 3*uint32(c.mss)
 }
 
 // tsAt is the TSval c sent, or would send, at time at (tsNow).
@@ -283,14 +318,14 @@ func (l *tcpLayer) rackAck(c *tcpConn, f *TCPFields, ack seqnum) {
 	}
 	if ack.gt(c.sndUna) {
 		c.checkReordered(c.sndUna, ack)
-		l.rackDelivered(c, c.sndUna, ack, ecr)
+		l.rackDelivered(c, c.sndUna, ack, ecr, f)
 		c.rackFack = seqMax(c.rackFack, ack)
 	}
 	for i := 0; i < f.NSACK; i++ {
 		r := tcpRange{seqnum(f.SACK[i].Left), seqnum(f.SACK[i].Right)}
 		if r.l.lt(r.r) && r.l.gt(ack) && r.r.leq(c.sndMax) {
 			c.checkReordered(r.l, r.r)
-			l.rackDelivered(c, r.l, r.r, ecr)
+			l.rackDelivered(c, r.l, r.r, ecr, f)
 		}
 	}
 	for i := 0; i < f.NSACK; i++ {
