@@ -59,28 +59,7 @@ func TestTCPRACKLossByTime(t *testing.T) {
 // window before that one can be.
 func TestTCPRACKRetransmitAmbiguous(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := sackConn(x, 300*time.Microsecond, 100*time.Microsecond)
-	d := pattern(10 * 1460)
-	app.write(d)
-	c.cwnd = 6 * 1460
-	x.kick(c)
-	if got := len(x.recv()); got != 6 {
-		t.Fatalf("%d segments sent, want 6", got)
-	}
-	x.advance(200 * time.Microsecond)
-	c.cwnd = 10 * 1460
-	x.kick(c)
-	if got := len(x.recv()); got != 4 {
-		t.Fatalf("%d segments sent 200 µs later, want 4", got)
-	}
-	// 300 µs after segment 0 went, 1-3 are SACKed: 0 is lost (no
-	// reordering seen and three segments SACKed: no window) and goes
-	// again.
-	x.advance(100 * time.Microsecond)
-	for i := 2; i <= 4; i++ {
-		x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(i)}))
-	}
-	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	c := rackHeldFirst(x, 300*time.Microsecond, 100*time.Microsecond)
 	// 150 µs later, no sooner than min_RTT after the retransmission, the
 	// ACK of 0's original and of 4 and 5, which a stall held back.
 	x.advance(150 * time.Microsecond)
@@ -105,22 +84,7 @@ func TestTCPRACKRetransmitAmbiguous(t *testing.T) {
 // 16 MiB, every one D-SACKed; 6 with this rule.
 func TestTCPRACKRetransmitOvertaking(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
-	c, app := sackConn(x, 2*time.Millisecond, 150*time.Microsecond)
-	d := pattern(10 * 1460)
-	app.write(d)
-	c.cwnd = 6 * 1460
-	x.kick(c)
-	x.recv()
-	x.advance(200 * time.Microsecond)
-	c.cwnd = 10 * 1460
-	x.kick(c)
-	x.recv()
-	// Segment 0 is held back; 1-3 are SACKed: 0 goes again.
-	x.advance(100 * time.Microsecond)
-	for i := 2; i <= 4; i++ {
-		x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(i)}))
-	}
-	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	rackHeldFirst(x, 2*time.Millisecond, 150*time.Microsecond)
 	// 1.6 ms later, well past min_RTT, the ACK of 0's original, which the
 	// path held back, SACKing none of 4-9.
 	x.advance(1600 * time.Microsecond)
@@ -135,6 +99,33 @@ func TestTCPRACKRetransmitOvertaking(t *testing.T) {
 	if st := x.stats(); st.Retransmits != 1 || st.SpuriousUndos != 1 {
 		t.Fatalf("stats %+v, want 1 retransmission, undone", st)
 	}
+}
+
+// rackHeldFirst sends ten segments from a SACK connection with srtt and
+// minRTT measured, six and 200 µs later four; 300 µs after the first
+// went, 1-3 are SACKed: segment 0, held back, is deemed lost (no
+// reordering seen and three segments SACKed: no window) and goes again.
+func rackHeldFirst(x *tcpTest, srtt, minRTT time.Duration) *tcpConn {
+	x.t.Helper()
+	c, app := sackConn(x, srtt, minRTT)
+	d := pattern(10 * 1460)
+	app.write(d)
+	burst := func(cwnd, want int) {
+		c.cwnd = uint32(cwnd * 1460)
+		x.kick(c)
+		if got := len(x.recv()); got != want {
+			x.t.Fatalf("%d segments sent, want %d", got, want)
+		}
+	}
+	burst(6, 6)
+	x.advance(200 * time.Microsecond)
+	burst(10, 4)
+	x.advance(100 * time.Microsecond)
+	for i := 2; i <= 4; i++ {
+		x.send(dupSACK(65535, TCPSACKBlock{segSeq(1), segSeq(i)}))
+	}
+	x.expect(seg{TCPFields: fl(A, segSeq(0), 5001, 32768), data: d[:1460]})
+	return c
 }
 
 // Reordering within the window: segment 0 arrives 1 ms after the SACK for
