@@ -24,7 +24,7 @@ func (c *Conn) SetWaker(w Waker) { c.waker = w }
 //
 // The first chunk's job opens the file (open may wait on the disk for its
 // metadata) and the stream keeps it open until it ends (job.keep, up to
-// maxOpenFiles per Server); each later chunk is read on the shard when the
+// SetStreamFiles's bound per Server); each later chunk is read on the shard when the
 // page cache holds it, and goes to the FileIO when it does not.
 type stream struct {
 	job    FileJob // the chunk read in flight, or the last one
@@ -40,10 +40,16 @@ type stream struct {
 // outChunk tags an output slice that is a stream chunk.
 const outChunk = -2
 
-// maxOpenFiles bounds the files a Server's streams hold open, so that many
-// slow downloads cannot use up the process's descriptors (RLIMIT_NOFILE);
-// streams beyond it open their file for every chunk, on a worker.
-const maxOpenFiles = 2048
+// DefaultStreamFiles bounds the files a Server's streams hold open at once
+// unless SetStreamFiles sets another bound: many slow downloads must not use
+// up the process's descriptors (RLIMIT_NOFILE). Streams beyond it open their
+// file for every chunk, on a worker.
+const DefaultStreamFiles = 2048
+
+// SetStreamFiles bounds the files s's streams hold open at once (n <= 0:
+// none, every chunk opens its file); a process with many shards gives each
+// its share of RLIMIT_NOFILE. Call it before the first connection.
+func (s *Server) SetStreamFiles(n int) { s.files = max(n, 0) }
 
 // startStream queues f's bytes [off, end) after the header already queued.
 func (c *Conn) startStream(f *staticFile, off, end int64) {
@@ -53,7 +59,7 @@ func (c *Conn) startStream(f *staticFile, off, end int64) {
 	st := c.st
 	st.active, st.next, st.end = true, off, end
 	s := c.srv
-	keep := s.stats.OpenFiles < maxOpenFiles
+	keep := s.stats.OpenFiles < uint64(s.files)
 	if keep {
 		s.stats.OpenFiles++ // taken now, closed by dropFile
 	}

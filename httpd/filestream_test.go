@@ -266,11 +266,13 @@ func TestStreamClosesFiles(t *testing.T) {
 	})
 }
 
-// TestStreamOpenFilesBound: past maxOpenFiles a stream opens its file for
-// every chunk, on a worker, as it did before streams held them.
+// TestStreamOpenFilesBound: past SetStreamFiles's bound a stream opens its
+// file for every chunk, on a worker, as it did before streams held them.
 func TestStreamOpenFilesBound(t *testing.T) {
 	f, q, sum := streamFixture(t)
-	f.srv.stats.OpenFiles = maxOpenFiles - 1 // as many other streams
+	const bound = 3
+	f.srv.SetStreamFiles(bound)
+	f.srv.stats.OpenFiles = bound - 1 // as many other streams
 	first := f.srv.NewConn(testRemote, f.now)
 	first.Feed([]byte("GET "+streamName+" HTTP/1.1\r\nHost: x\r\n\r\n"), f.now)
 	q.run(f.srv, f.now, false) // the last place: the file stays open
@@ -280,13 +282,13 @@ func TestStreamOpenFilesBound(t *testing.T) {
 		t.Fatal("body differs from the file")
 	}
 	st := f.srv.Stats()
-	if st.FileJobs-jobs != 9 || st.OpenFiles != maxOpenFiles || openFDs(t) != before {
+	if st.FileJobs-jobs != 9 || st.OpenFiles != bound || openFDs(t) != before {
 		t.Errorf("%d file jobs for 9 chunks, %d files open (want %d), %d fds more",
-			st.FileJobs-jobs, st.OpenFiles, maxOpenFiles, openFDs(t)-before)
+			st.FileJobs-jobs, st.OpenFiles, bound, openFDs(t)-before)
 	}
 	f.srv.Release(first)
-	if st := f.srv.Stats(); st.OpenFiles != maxOpenFiles-1 {
-		t.Errorf("%d files open after the first stream went, want %d", st.OpenFiles, maxOpenFiles-1)
+	if st := f.srv.Stats(); st.OpenFiles != bound-1 {
+		t.Errorf("%d files open after the first stream went, want %d", st.OpenFiles, bound-1)
 	}
 }
 

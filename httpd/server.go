@@ -27,6 +27,7 @@ type Server struct {
 	loading map[string]*FileJob // paths being resolved, with the connections waiting
 	io      FileIO              // nil: files are read inline
 	mem     Memory              // nil: buffers charged to no budget (memory.go)
+	files   int                 // files streams may hold open at once (SetStreamFiles)
 
 	// nowait reads from the page cache alone (readNowait); nil where the
 	// kernel or the file system cannot.
@@ -53,7 +54,7 @@ type Stats struct {
 	FileShed       uint64 `stat:"drop"`  // requests answered 503: a file or handler job was due with the FileIO full
 	StreamAborts   uint64 `stat:"error"` // streamed responses cut (file changed or unreadable): connection closed
 	InlineChunks   uint64 `stat:"count"` // stream chunks read on the shard from the page cache, with no file job
-	OpenFiles      uint64 `stat:"gauge"` // files held open by streams (at most maxOpenFiles)
+	OpenFiles      uint64 `stat:"gauge"` // files held open by streams (at most SetStreamFiles's bound)
 }
 
 // Add merges o into s (for reports across shards).
@@ -87,7 +88,7 @@ const (
 // NewServer makes shard's responder. log may be nil (no access log); it receives
 // whole buffered batches of Common Log Format lines from Tick, off the request path.
 func NewServer(site *Site, log io.Writer) *Server {
-	s := &Server{site: site, log: log, nowait: readNowait}
+	s := &Server{site: site, log: log, nowait: readNowait, files: DefaultStreamFiles}
 	if log != nil {
 		s.logBuf = make([]byte, 0, logBufInitial)
 	}
@@ -235,7 +236,7 @@ func (s *Server) readCached(j *FileJob) bool {
 
 // dropFile closes the file j's stream held open, on the shard, when no
 // worker has it: once the stream has read its last chunk, failed, or gone.
-// It frees the stream's place under maxOpenFiles.
+// It frees the stream's place under SetStreamFiles's bound.
 func (s *Server) dropFile(j *FileJob) {
 	if !j.keep {
 		return

@@ -45,9 +45,31 @@ type fileIO struct {
 	took []*httpd.FileJob // the shard's batch, swapped with done
 }
 
+// streamFiles is each of shards' share of the files streams may hold open:
+// a quarter of the process's descriptors (RLIMIT_NOFILE, which Go raises to
+// its hard limit at start), at most httpd's default. The rest stay for
+// connections, listeners, eventfds and the files a chunk's job opens.
+func streamFiles(shards int) int {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return httpd.DefaultStreamFiles
+	}
+	return streamShare(lim.Cur, shards)
+}
+
+// streamShare is streamFiles for a descriptor limit of nofile.
+func streamShare(nofile uint64, shards int) int {
+	if nofile == unix.RLIM_INFINITY || shards <= 0 {
+		return httpd.DefaultStreamFiles
+	}
+	return int(min(nofile/4/uint64(shards), httpd.DefaultStreamFiles))
+}
+
 // attachFileIO gives srv a fileIO on shard sh: srv reads files through it
-// from now on. Call from the shard's setup; the shard closes it when it stops.
-func attachFileIO(sh *shard.Shard, srv *httpd.Server) error {
+// from now on, and its streams hold at most files open. Call from the
+// shard's setup; the shard closes it when it stops.
+func attachFileIO(sh *shard.Shard, srv *httpd.Server, files int) error {
+	srv.SetStreamFiles(files)
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("file reader: eventfd: %w", err)

@@ -162,7 +162,7 @@ func startNative(o Options, s *Server, cpus []int, site *httpd.Site, logw io.Wri
 			if err != nil {
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
-			if err := attachFileIO(sh, n.Server()); err != nil { // for Offload, with or without a docroot
+			if err := attachFileIO(sh, n.Server(), streamFiles(len(cpus))); err != nil { // for Offload, with or without a docroot
 				return fmt.Errorf("shard %d: %w", sh.ID, err)
 			}
 		}

@@ -96,7 +96,7 @@ func Start(o Options, routes func(*httpd.Site)) (*Server, error) {
 			return err
 		}
 		// Always: handlers may Offload blocking work even without a docroot.
-		return attachFileIO(sh, p.Server())
+		return attachFileIO(sh, p.Server(), streamFiles(len(cpus)))
 	})
 	if err != nil {
 		for i := range taken {
