@@ -108,6 +108,15 @@ clean_on_exit "$dir"
 go build -o "$dir/httpd-head" ./cmd/httpd
 go build -o "$dir/lab" ./cmd/lab
 
+# pace: seconds a fixed loop of the shell takes, a gauge of the host's pace.
+# The host may run this guest slower for minutes without reporting steal
+# time; the same download then takes several times its CPU-seconds.
+pace() {
+	local TIMEFORMAT=%R
+	{ time for _ in $(seq 300000); do :; done; } 2>&1
+}
+pace0=$(pace)
+
 chmod 755 "$dir" # nginx workers run as an unprivileged user
 mkdir -p "$dir/www"
 declare -A sum
@@ -312,6 +321,7 @@ else
 	echo "started afresh, one untimed warm-up download), medians; every download sha256-checked."
 fi
 echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
+echo "Host pace (a fixed shell loop, s; lower is faster): $pace0 before the run, $(pace) after."
 ((CLIENT_TS)) || echo "The client offered no TCP timestamps (CLIENT_TS=0): neither sender used them."
 echo
 if [[ -z $BASE ]]; then
