@@ -24,8 +24,8 @@ func (c *Conn) SetWaker(w Waker) { c.waker = w }
 //
 // The first chunk's job opens the file (open may wait on the disk for its
 // metadata) and the stream keeps it open until it ends (job.keep, up to
-// SetStreamFiles's bound per Server); each later chunk is read on the shard when the
-// page cache holds it, and goes to the FileIO when it does not.
+// SetStreamFiles's bound per Server); each later chunk is read on the shard
+// when the page cache holds it, and goes to the FileIO when it does not.
 type stream struct {
 	job    FileJob // the chunk read in flight, or the last one
 	bufs   [2][]byte
