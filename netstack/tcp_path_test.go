@@ -245,9 +245,14 @@ func (n *pathNet) pollA() time.Time {
 }
 
 // fetch has B download size bytes from A and returns the fake time it took.
+// The tests judge the sender's whole episode, so the path then runs on
+// until it is settled: the ACKs and D-SACKs still on their way when the
+// last byte arrived count too.
 func (n *pathNet) fetch(size int) time.Duration {
 	n.t.Helper()
-	return n.fetchBody(pathBody(size))
+	took := n.fetchBody(pathBody(size))
+	n.run(n.settled, 10_000_000)
+	return took
 }
 
 // pathBody is the body of size bytes the path tests download.
@@ -277,6 +282,22 @@ func (n *pathNet) fetchBody(body []byte) time.Duration {
 		n.t.Fatal("body corrupt")
 	}
 	return n.now.Sub(start)
+}
+
+// settled reports whether nothing is on the path either way and A has
+// every byte it sent acknowledged: nothing more can come back to A.
+func (n *pathNet) settled() bool {
+	for _, d := range []*delayLine{n.ab, n.ba} {
+		if len(d.q) > 0 || len(d.held) > 0 || d.from.Sent() > 0 || d.to.rxQ.len > 0 {
+			return false
+		}
+	}
+	for _, c := range n.a.tcp.conns {
+		if c.state != tcpClosed && c.sndUna != c.sndMax {
+			return false
+		}
+	}
+	return true
 }
 
 // TestTCPPathDelayLoss: 16 MiB over 10 ms each way with 1% loss each way,
