@@ -364,10 +364,10 @@ for path in "${paths[@]}"; do
 	for s in "${sizes[@]}"; do
 		printf '| %s | %d MiB |' "$name" "$s"
 		for x in "${senders[@]:1}"; do
-			paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,$x]}") <(tr ' ' '\n' <<<"${res[$name,$s,nginx]}") |
-				awk 'NF == 2 && $2 > 0 { print $1 / $2, ($1 < $2) }' | sort -g |
-				awk '{ r[NR] = $1; f += $2 } END { m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-					printf " %.2fx, %d of %d rounds |", m, f, NR }'
+			ratios=$(paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,$x]}") <(tr ' ' '\n' <<<"${res[$name,$s,nginx]}") |
+				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
+			printf ' %.2fx, %d of %d rounds |' "$(median <<<"$ratios")" \
+				"$(awk '$1 < 1' <<<"$ratios" | wc -l)" "$(grep -c . <<<"$ratios")"
 		done
 		echo
 	done
