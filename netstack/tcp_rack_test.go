@@ -79,9 +79,9 @@ func TestTCPRACKRetransmitAmbiguous(t *testing.T) {
 // order, those originals would have arrived ahead of the retransmission.
 // Taken for the retransmission's, its short RTT made RACK deem lost at
 // once all still in flight: in TestTCPPathReorderStalls's seed 12 without
-// timestamps, once CUBIC's window had grown past 400 segments (a build
-// that kept the 5% growth across undos), 83 needless retransmissions of
-// 16 MiB, every one D-SACKed; 6 with this rule.
+// timestamps, once CUBIC's window had grown past 400 segments (a trial
+// build that kept the 5% growth across undos), 83 needless
+// retransmissions of 16 MiB, every one D-SACKed; 6 with this rule.
 func TestTCPRACKRetransmitOvertaking(t *testing.T) {
 	x := newTCPTest(t, tcpTestConfig())
 	rackHeldFirst(x, 2*time.Millisecond, 150*time.Microsecond)
