@@ -27,7 +27,7 @@ type testServer struct {
 
 const secret = "outside-the-docroot"
 
-func startTestServer(t *testing.T, tweak func(*Options)) *testServer {
+func startTestServer(t testing.TB, tweak func(*Options)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	www := filepath.Join(dir, "www")
@@ -56,7 +56,7 @@ func startTestServer(t *testing.T, tweak func(*Options)) *testServer {
 }
 
 // testSMP is 2, as the issue asks, or 1 on a one-CPU machine.
-func testSMP(t *testing.T) int {
+func testSMP(t testing.TB) int {
 	cpus, err := shard.AllowedCPUs()
 	must(t, err)
 	return min(2, len(cpus))

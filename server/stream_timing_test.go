@@ -21,18 +21,7 @@ func BenchmarkPosixStream(b *testing.B) {
 	const size = 64 << 20
 	dir := b.TempDir()
 	must(b, os.WriteFile(filepath.Join(dir, "s.bin"), make([]byte, size), 0o644))
-	o, err := ParseFlags([]string{"--smp", "1", "--port", "0", "--address", "127.0.0.1", "--docroot", dir, "--cache-size", "256K"}, nil)
-	must(b, err)
-	s, err := Start(o, nil)
-	must(b, err)
-	defer func() {
-		s.Stop()
-		select {
-		case <-s.Done():
-		case <-time.After(15 * time.Second):
-			b.Error("server did not stop")
-		}
-	}()
+	s := startTestServer(b, func(o *Options) { o.SMP, o.Docroot, o.CacheSize = 1, dir, 256<<10 })
 	c, err := net.Dial("tcp", s.Addr.String())
 	must(b, err)
 	defer c.Close()
