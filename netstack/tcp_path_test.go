@@ -551,11 +551,7 @@ func TestTCPPathReorderStalls(t *testing.T) {
 		ts          bool
 		retransmits uint64
 	}{{2, false, 5}, {12, false, 4}, {2, true, 3}, {12, true, 3}} {
-		n := newPath(t, 50*time.Microsecond, 0, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: !c.ts})
-		n.ab.rate, n.ab.queue = 250e6, 4096
-		n.ab.reorder, n.ba.reorder = 0.10, 0.10
-		n.ba.stall, n.ba.stallFor = 0.001, 500*time.Microsecond
-		n.aPeriod = 50 * time.Microsecond
+		n := stalledPath(t, 50*time.Microsecond, 0, c.seed, !c.ts)
 		el := n.fetch(16 << 20)
 		s := n.a.TCPStats()
 		t.Logf("seed %d, timestamps %v: %v fake time, %d stalls: reductions %d undone %d retrans %d (D-SACKed %d) rack-lost %d reorder-to %d rto %d",
@@ -565,6 +561,19 @@ func TestTCPPathReorderStalls(t *testing.T) {
 				c.seed, c.ts, n.ba.stalls, s.Retransmits, s.DSACKsIn, s.SpuriousUndos, s.Reductions, s.RTOTimeouts, c.retransmits)
 		}
 	}
+}
+
+// stalledPath is the lab's reorder path as TestTCPPathReorderStalls
+// models it: a 250 MB/s bottleneck, 10% reordering each way, the client's
+// ACKs stopping for 500 µs at one frame in a thousand, the server polled
+// every 50 µs; delay and loss each way, peers without timestamps if noTS.
+func stalledPath(t *testing.T, delay time.Duration, loss float64, seed uint64, noTS bool) *pathNet {
+	n := newPath(t, delay, loss, seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: noTS})
+	n.ab.rate, n.ab.queue = 250e6, 4096
+	n.ab.reorder, n.ba.reorder = 0.10, 0.10
+	n.ba.stall, n.ba.stallFor = 0.001, 500*time.Microsecond
+	n.aPeriod = 50 * time.Microsecond
+	return n
 }
 
 // TestTCPPathLossNoTimestamps: TestTCPPathReorderStalls's path with 500
@@ -580,11 +589,7 @@ func TestTCPPathLossNoTimestamps(t *testing.T) {
 		seed             uint64
 		retransmits, rto uint64
 	}{{1, 633, 1}, {4, 640, 1}, {6, 668, 0}} {
-		n := newPath(t, 500*time.Microsecond, 0.05, c.seed, TCPConfig{RcvBuf: 8 << 20, MaxConns: 16, NoTimestamps: true})
-		n.ab.rate, n.ab.queue = 250e6, 4096
-		n.ab.reorder, n.ba.reorder = 0.10, 0.10
-		n.ba.stall, n.ba.stallFor = 0.001, 500*time.Microsecond
-		n.aPeriod = 50 * time.Microsecond
+		n := stalledPath(t, 500*time.Microsecond, 0.05, c.seed, true)
 		el := n.fetch(16 << 20)
 		s := n.a.TCPStats()
 		t.Logf("seed %d: %v fake time, retrans %d (D-SACKed %d) rto %d tlp %d", c.seed, el, s.Retransmits, s.DSACKsIn, s.RTOTimeouts, s.TailLossProbes)
