@@ -32,7 +32,7 @@ type Config struct {
 	TxFrames    int      // chunks reserved for transmit; the rest feed the fill ring [FrameCount/2]
 	RingSize    int      // entries of each of the four rings, a power of two [FrameCount]
 	Bind        BindMode // [BindAuto]
-	NoHugePages bool     // do not try MAP_HUGETLB
+	NoHugePages bool     // do not try hugepages (MAP_HUGETLB, then MADV_HUGEPAGE)
 	BusyPoll    BusyPoll // preferred busy polling [off]
 	// Logf gets the one line that says which mode the socket bound in
 	// [log.Printf]; set it to func(string, ...any){} to silence.
@@ -282,9 +282,11 @@ func (s *Socket) bind(c Config) error {
 func (s *Socket) bound(c Config) string {
 	pages := ", UMEM in hugepages"
 	if !s.huge {
-		pages = ", UMEM in 4 KiB pages (no hugepages free)"
-		if c.NoHugePages {
-			pages = ", UMEM in 4 KiB pages"
+		pages = ", UMEM in 4 KiB pages"
+		if thp := transparentHuge(s.umem); thp > 0 {
+			pages = fmt.Sprintf(", UMEM in transparent hugepages (%d of %d MiB)", thp>>20, len(s.umem)>>20)
+		} else if !c.NoHugePages {
+			pages += " (no hugepages free)"
 		}
 	}
 	if s.busyPoll {

@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,5 +76,74 @@ func TestSocketOnHugePages(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestMapUMEMAsksForTransparentHugePages: normal pages come with the request
+// for transparent hugepages (VmFlags "hg") unless hugepages are refused.
+func TestMapUMEMAsksForTransparentHugePages(t *testing.T) {
+	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(mode), "[never]") {
+		t.Skipf("kernel without transparent hugepages (%q, %v)", mode, err)
+	}
+	if hugeFree(t) > 0 {
+		t.Skip("hugetlbfs pages free: the UMEM would take those")
+	}
+	for _, try := range []bool{true, false} {
+		m, huge, err := mapUMEM(4<<20, try)
+		if err != nil || huge || len(m) != 4<<20 {
+			t.Fatalf("mapUMEM(try %v) = len %d huge %v err %v", try, len(m), huge, err)
+		}
+		flags := strings.Fields(smapsField(m, "VmFlags:"))
+		if len(flags) == 0 {
+			t.Fatalf("try %v: no VmFlags for the UMEM's mapping", try)
+		}
+		if asked := slices.Contains(flags, "hg"); asked != try {
+			t.Errorf("try %v: MADV_HUGEPAGE asked %v (VmFlags %v)", try, asked, flags)
+		}
+		if thp := transparentHuge(m); thp < 0 || thp > len(m) || (!try && thp != 0) {
+			t.Errorf("try %v: %d bytes in transparent hugepages of %d", try, thp, len(m))
+		}
+		if err := unmapUMEM(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUMEMFirstTouch maps a default-sized UMEM (64 MiB) as mapUMEM
+// does, with and without the request for transparent hugepages, and times
+// the first write to each 4 KiB page after populating: what a received
+// frame's first read costs when its page was not touched for long. On a
+// guest whose host keeps the page tables, a small page's first touch traps.
+func BenchmarkUMEMFirstTouch(b *testing.B) {
+	const size = 64 << 20
+	for _, try := range []bool{false, true} {
+		name := "small"
+		if try {
+			name = "transparent-huge"
+		}
+		b.Run(name, func(b *testing.B) {
+			var thp int
+			for b.Loop() {
+				b.StopTimer()
+				m, huge, err := mapUMEM(size, try)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if huge {
+					b.Skip("hugetlbfs pages free: the UMEM took those")
+				}
+				thp = transparentHuge(m)
+				b.StartTimer()
+				for i := 0; i < size; i += 4096 {
+					m[i+8]++
+				}
+				b.StopTimer()
+				unmapUMEM(m)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size/4096), "ns/page")
+			b.ReportMetric(float64(thp>>20), "MiB-huge")
+		})
 	}
 }
