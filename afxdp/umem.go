@@ -37,10 +37,10 @@ func mapUMEM(size int, tryHuge bool) (mem []byte, huge bool, err error) {
 		}
 		// ENOMEM (no free hugepages) or EINVAL (none configured): normal pages.
 	}
-	// A whole number of hugepages (from one up), so that the kernel aligns
-	// the mapping to one; populated only after the request, or it would be
-	// in 4 KiB pages.
-	if size < hugePage {
+	// For transparent hugepages, a whole number of them (from one up), so
+	// that the kernel aligns the mapping to one; populated only after the
+	// request, or it would be in 4 KiB pages.
+	if !tryHuge || size < hugePage {
 		hs = size
 	}
 	m, err := unix.Mmap(-1, 0, hs, prot, flags)
