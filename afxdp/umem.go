@@ -29,21 +29,22 @@ const hugePage = 2 << 20
 func mapUMEM(size int, tryHuge bool) (mem []byte, huge bool, err error) {
 	const prot = unix.PROT_READ | unix.PROT_WRITE
 	const flags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-	hs := (size + hugePage - 1) &^ (hugePage - 1)
+	n := size
 	if tryHuge {
+		hs := (size + hugePage - 1) &^ (hugePage - 1)
 		m, err := unix.Mmap(-1, 0, hs, prot, flags|unix.MAP_POPULATE|unix.MAP_HUGETLB)
 		if err == nil {
 			return m[:size], true, nil
 		}
 		// ENOMEM (no free hugepages) or EINVAL (none configured): normal pages.
+		if size >= hugePage {
+			// A whole number of hugepages, so that the kernel aligns
+			// the mapping to one for transparent hugepages.
+			n = hs
+		}
 	}
-	// For transparent hugepages, a whole number of them (from one up), so
-	// that the kernel aligns the mapping to one; populated only after the
-	// request, or it would be in 4 KiB pages.
-	if !tryHuge || size < hugePage {
-		hs = size
-	}
-	m, err := unix.Mmap(-1, 0, hs, prot, flags)
+	// Populated only after the request, or it would be in 4 KiB pages.
+	m, err := unix.Mmap(-1, 0, n, prot, flags)
 	if err != nil {
 		return nil, false, mapError(size, err)
 	}
