@@ -6,9 +6,10 @@
 # it, downloads interleaved (nginx, percore, then percore, nginx: each round
 # begins with the next sender), medians over the rounds; every download is
 # checked byte-exact with sha256. Prints markdown tables: time and CPU with
-# the percore/Linux ratio, the same ratio round by round, context switches,
-# and retransmissions and D-SACKs received per download (nginx's from
-# nstat, percore's from its Prometheus metrics).
+# the percore/Linux ratio, the same ratio round by round (with BASE, also
+# head/base round by round), context switches, retransmissions and D-SACKs
+# received per download (nginx's from nstat, percore's from its Prometheus
+# metrics), and percore's shard sleeps and received frames per download.
 #
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
@@ -208,17 +209,23 @@ get() {
 	}
 }
 
-# counters SENDER: "retransmissions D-SACKs" the sender has counted so far
-# (segments sent again; D-SACK blocks received, each the peer's word that a
-# segment came twice): nginx's from the server namespace's kernel counters,
-# percore's from its metrics (both are counted from the server's start).
+# counters SENDER: "retransmissions D-SACKs sleeps batches frames" the
+# sender has counted so far (segments sent again; D-SACK blocks received,
+# each the peer's word that a segment came twice; then percore's alone, 0
+# for nginx: the shard's sleeps, and the batches of frames it received and
+# the frames in them, ACKs nearly all: a sender woken for small batches
+# spends its CPU on wake-ups): nginx's from the server namespace's kernel
+# counters, percore's from its metrics (both counted from the server's start).
 counters() {
 	if [[ $1 == nginx ]]; then
 		ip netns exec "$srvns" nstat -asz TcpRetransSegs TcpExtTCPDSACKRecv |
-			awk '$1=="TcpRetransSegs"{r=$2} $1=="TcpExtTCPDSACKRecv"{d=$2} END{print r+0, d+0}'
+			awk '$1=="TcpRetransSegs"{r=$2} $1=="TcpExtTCPDSACKRecv"{d=$2} END{print r+0, d+0, 0, 0, 0}'
 	else
 		ip netns exec "$srvns" curl -fsS --max-time 5 http://127.0.0.1:9180/metrics |
-			awk '$1 ~ /^percore_tcp_retransmits_total/{r+=$2} $1 ~ /^percore_tcp_ds_acks_in_total/{d+=$2} END{print r+0, d+0}'
+			awk '$1 ~ /^percore_tcp_retransmits_total/{r+=$2} $1 ~ /^percore_tcp_ds_acks_in_total/{d+=$2}
+				$1 ~ /^percore_loop_sleeps_total/{z+=$2} $1 ~ /^percore_xsk_rx_batches_total/{b+=$2}
+				$1 ~ /^percore_xsk_rx_frames_total/{f+=$2}
+				END{printf "%d %d %d %d %d\n", r, d, z, b, f}'
 	fi
 }
 
@@ -237,7 +244,7 @@ label() {
 	esac
 }
 
-declare -A res cpus sws rtxs dsacks url
+declare -A res cpus sws rtxs dsacks sleeps batches frames url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -291,17 +298,22 @@ for path in "${paths[@]}"; do
 					answers "${url[$sender]}" "$dir/$sender.log"
 					get "${url[$sender]}/f$s" "$s" # warm-up, untimed
 				fi
-				read -r r0 d0 < <(counters "$sender")
+				read -r r0 d0 z0 rb0 rf0 < <(counters "$sender")
 				get "${url[$sender]}/f$s" "$s"
-				read -r r1 d1 < <(counters "$sender")
+				read -r r1 d1 z1 rb1 rf1 < <(counters "$sender")
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
 				res[$name,$s,$sender]+="$t "
 				cpus[$name,$s,$sender]+="$cpu "
 				sws[$name,$s,$sender]+="$sw "
 				rtxs[$name,$s,$sender]+="$((r1 - r0)) "
 				dsacks[$name,$s,$sender]+="$((d1 - d0)) "
+				sleeps[$name,$s,$sender]+="$((z1 - z0)) "
+				batches[$name,$s,$sender]+="$((rb1 - rb0)) "
+				frames[$name,$s,$sender]+="$((rf1 - rf0)) "
+				extra=
+				[[ $sender == nginx ]] || extra=", $((z1 - z0)) sleeps, $((rf1 - rf0)) frames received in $((rb1 - rb0)) batches"
 				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s, $sw context switches," \
-					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs" >&2
+					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs$extra" >&2
 			done
 		done
 	done
@@ -373,6 +385,25 @@ for path in "${paths[@]}"; do
 	done
 done
 
+# With BASE, head against base round by round: the pair nearest in time,
+# the fairest measure of a change (the host's pace moves both alike).
+if [[ -n $BASE ]]; then
+	echo
+	echo "| path | size | head/base round by round: time, faster in | CPU-s |"
+	echo "|---|---:|---:|---:|"
+	for path in "${paths[@]}"; do
+		name=${path%%|*}
+		for s in "${sizes[@]}"; do
+			ratios=$(paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,head]}") <(tr ' ' '\n' <<<"${res[$name,$s,base]}") |
+				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
+			cratios=$(paste -d' ' <(tr ' ' '\n' <<<"${cpus[$name,$s,head]}") <(tr ' ' '\n' <<<"${cpus[$name,$s,base]}") |
+				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
+			printf '| %s | %d MiB | %.2fx, %d of %d rounds | %.2fx |\n' "$name" "$s" "$(median <<<"$ratios")" \
+				"$(awk '$1 < 1' <<<"$ratios" | wc -l)" "$(grep -c . <<<"$ratios")" "$(median <<<"$cratios")"
+		done
+	done
+fi
+
 # per_sender_table HEADING CELL: a table with a row per path and size and a
 # column per sender, headed "SENDER HEADING"; CELL NAME SIZE SENDER prints
 # a cell.
@@ -401,3 +432,11 @@ per_sender_table switches switches_cell
 # retransmission was needless (the segment had arrived).
 retransmits_cell() { printf '%g / %g' "$(median <<<"${rtxs[$1,$2,$3]}")" "$(median <<<"${dsacks[$1,$2,$3]}")"; }
 per_sender_table "retransmissions / D-SACKs" retransmits_cell
+
+# percore's shard per download, medians: sleeps, frames received (ACKs)
+# and the batches they came in. nginx's TCP has no such counters.
+wakes_cell() {
+	[[ $3 == nginx ]] && { printf -- '-'; return; }
+	printf '%.0f / %.0f / %.0f' "$(median <<<"${sleeps[$1,$2,$3]}")" "$(median <<<"${frames[$1,$2,$3]}")" "$(median <<<"${batches[$1,$2,$3]}")"
+}
+per_sender_table "shard sleeps / frames received / batches" wakes_cell
