@@ -18,6 +18,7 @@
 #   sudo LINUX_CC=host bench/impaired-vs-kernel.sh   # nginx on the host's default (e.g. bbr)
 #   sudo CLIENT_TS=0 ONLY=reorder bench/impaired-vs-kernel.sh # a client without TCP timestamps (as Windows)
 #   sudo BASE=50253eb ONLY='loss 1%' bench/impaired-vs-kernel.sh # before/after: httpd at BASE and at the work tree
+#   sudo BASE=HEAD HEAD_ARGS='--idle-poll-time-us 50' bench/impaired-vs-kernel.sh # one build, a flag tried
 #
 # BASE=<commit> builds httpd at that commit (in a git worktree under the
 # run's temporary directory, removed on exit) as well as at the work tree,
@@ -26,7 +27,9 @@
 # ratios. Two native servers cannot share the lab's one queue, so each
 # download from percore starts its build afresh, waits until it answers,
 # and makes one untimed warm-up download (it fills httpd's file cache)
-# before the timed one.
+# before the timed one. HEAD_ARGS and BASE_ARGS are added to the command
+# line of each build's httpd (split on spaces): with BASE=HEAD and a clean
+# work tree, one build against itself with a flag changed.
 #
 # By default nginx's connections use the same congestion control as
 # percore's (cubic, or reno for newreno), set on the lab's route (ip route
@@ -52,6 +55,8 @@ LARGE=${LARGE:-0}
 TCP_CC=${TCP_CC:-cubic}
 ONLY=${ONLY:-}
 BASE=${BASE:-}
+HEAD_ARGS=${HEAD_ARGS:-}
+BASE_ARGS=${BASE_ARGS:-}
 LINUX_CC=${LINUX_CC:-}
 if [[ -z $LINUX_CC ]]; then
 	LINUX_CC=$TCP_CC
@@ -152,9 +157,14 @@ CONF
 # start_httpd BUILD: the httpd built at BUILD (head or base) on the native
 # stack, answering for the lab's .1; on pids, and in httpd_pid.
 start_httpd() {
+	local extra_args=()
+	case $1 in
+	head) read -ra extra_args <<<"$HEAD_ARGS" ;;
+	base) read -ra extra_args <<<"$BASE_ARGS" ;;
+	esac
 	ip netns exec "$srvns" "$dir/httpd-$1" --network-stack native --iface "$srvif" --host-ipv4-addr "$ip1" \
 		--tcp-cc "$TCP_CC" --smp 1 --port 8080 --docroot "$dir/www" --stats-interval 0 \
-		--prometheus-port 9180 2>>"$dir/$1.log" &
+		--prometheus-port 9180 "${extra_args[@]}" 2>>"$dir/$1.log" &
 	httpd_pid=$!
 	pids+=("$httpd_pid")
 }
@@ -333,6 +343,8 @@ else
 	echo "started afresh, one untimed warm-up download), medians; every download sha256-checked."
 fi
 echo "CPU-s: the whole machine's busy time during a download (/proc/stat), the bridge and curl included."
+[[ -z $HEAD_ARGS ]] || echo "percore${BASE:+ head} ran with these flags added: $HEAD_ARGS"
+[[ -z $BASE_ARGS || -z $BASE ]] || echo "percore base ran with these flags added: $BASE_ARGS"
 echo "Host pace (a fixed shell loop, s; lower is faster): $pace0 before the run, $(pace) after."
 ((CLIENT_TS)) || echo "The client offered no TCP timestamps (CLIENT_TS=0): neither sender used them."
 echo
