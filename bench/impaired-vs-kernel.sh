@@ -375,6 +375,17 @@ for path in "${paths[@]}"; do
 	done
 done
 
+# paired A B: A over B round by round, a ratio a line; A and B are lists of
+# one figure a round, in the order of the rounds.
+paired() {
+	paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk 'NF == 2 && $2 > 0 { print $1 / $2 }'
+}
+
+# by_round RATIOS: "median, N of M rounds", N the rounds whose ratio is below 1.
+by_round() {
+	printf '%.2fx, %d of %d rounds' "$(median <<<"$1")" "$(awk '$1 < 1' <<<"$1" | wc -l)" "$(grep -c . <<<"$1")"
+}
+
 # Round by round: each percore build's time over nginx's in the same round,
 # the median of those ratios and the rounds in which percore was faster.
 # Paired by round, the ratio does not move with the machine's speed from
@@ -388,10 +399,7 @@ for path in "${paths[@]}"; do
 	for s in "${sizes[@]}"; do
 		printf '| %s | %d MiB |' "$name" "$s"
 		for x in "${senders[@]:1}"; do
-			ratios=$(paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,$x]}") <(tr ' ' '\n' <<<"${res[$name,$s,nginx]}") |
-				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
-			printf ' %.2fx, %d of %d rounds |' "$(median <<<"$ratios")" \
-				"$(awk '$1 < 1' <<<"$ratios" | wc -l)" "$(grep -c . <<<"$ratios")"
+			printf ' %s |' "$(by_round "$(paired "${res[$name,$s,$x]}" "${res[$name,$s,nginx]}")")"
 		done
 		echo
 	done
@@ -406,12 +414,9 @@ if [[ -n $BASE ]]; then
 	for path in "${paths[@]}"; do
 		name=${path%%|*}
 		for s in "${sizes[@]}"; do
-			ratios=$(paste -d' ' <(tr ' ' '\n' <<<"${res[$name,$s,head]}") <(tr ' ' '\n' <<<"${res[$name,$s,base]}") |
-				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
-			cratios=$(paste -d' ' <(tr ' ' '\n' <<<"${cpus[$name,$s,head]}") <(tr ' ' '\n' <<<"${cpus[$name,$s,base]}") |
-				awk 'NF == 2 && $2 > 0 { print $1 / $2 }')
-			printf '| %s | %d MiB | %.2fx, %d of %d rounds | %.2fx |\n' "$name" "$s" "$(median <<<"$ratios")" \
-				"$(awk '$1 < 1' <<<"$ratios" | wc -l)" "$(grep -c . <<<"$ratios")" "$(median <<<"$cratios")"
+			printf '| %s | %d MiB | %s | %.2fx |\n' "$name" "$s" \
+				"$(by_round "$(paired "${res[$name,$s,head]}" "${res[$name,$s,base]}")")" \
+				"$(median <<<"$(paired "${cpus[$name,$s,head]}" "${cpus[$name,$s,base]}")")"
 		done
 	done
 fi
