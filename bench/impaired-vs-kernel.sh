@@ -197,20 +197,22 @@ answers() {
 }
 
 # get URL SIZE: one download in the client namespace; sets t (seconds),
+# ttfb (seconds to the first byte of the response),
 # cpu (the whole machine's busy CPU-seconds meanwhile: sender, bridge and
 # curl share the CPUs, so this is the fairer figure when they are all busy)
 # and sw (the machine's context switches meanwhile: on a VM each wake-up
 # across CPUs is an interrupt, and they make most of the difference), or
 # fails the script when the bytes differ.
 get() {
-	local out=$dir/got b0 s0
+	local out=$dir/got b0 s0 w
 	rm -f "$out"
 	b0=$(busy)
 	s0=$(switches)
-	t=$(ip netns exec "$cli" curl -fsS --max-time "$PER_GET" -o "$out" -w '%{time_total}' "$1") || {
+	w=$(ip netns exec "$cli" curl -fsS --max-time "$PER_GET" -o "$out" -w '%{time_starttransfer} %{time_total}' "$1") || {
 		echo "impaired-vs-kernel: $1 failed" >&2
 		return 1
 	}
+	read -r ttfb t <<<"$w"
 	cpu=$(awk -v d=$(($(busy) - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", d/hz}')
 	sw=$(($(switches) - s0))
 	[[ $(sha256sum <"$out" | cut -d' ' -f1) == "${sum[$2]}" ]] || {
@@ -322,7 +324,7 @@ for path in "${paths[@]}"; do
 				frames[$name,$s,$sender]+="$((rf1 - rf0)) "
 				extra=
 				[[ $sender == nginx ]] || extra=", $((z1 - z0)) sleeps, $((rf1 - rf0)) frames received in $((rb1 - rb0)) batches"
-				echo "$name, $s MiB, round $r: $(label "$sender") $t s, $cpu CPU-s, $sw context switches," \
+				echo "$name, $s MiB, round $r: $(label "$sender") $t s (first byte $ttfb s), $cpu CPU-s, $sw context switches," \
 					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs$extra" >&2
 			done
 		done
