@@ -84,14 +84,16 @@ func unmapUMEM(mem []byte) error {
 }
 
 // transparentHuge returns how many bytes of m transparent hugepages back;
-// 0 when none or unknown.
+// 0 when none or unknown. smaps counts the whole mapping that holds m, which
+// the kernel may have merged with a neighbouring anonymous one of the same
+// flags, so the count is at most len(m) (an estimate then, not a bound).
 func transparentHuge(m []byte) int {
 	f := strings.Fields(smapsField(m, "AnonHugePages:"))
 	if len(f) == 0 {
 		return 0
 	}
 	kb, _ := strconv.Atoi(f[0])
-	return kb << 10
+	return min(kb<<10, len(m))
 }
 
 // smapsField returns the value of the field name (e.g. "AnonHugePages:")
