@@ -7,9 +7,10 @@
 # begins with the next sender), medians over the rounds; every download is
 # checked byte-exact with sha256. Prints markdown tables: time and CPU with
 # the percore/Linux ratio, the same ratio round by round (with BASE, also
-# head/base round by round), context switches, retransmissions and D-SACKs
-# received per download (nginx's from nstat, percore's from its Prometheus
-# metrics), and percore's shard sleeps and received frames per download.
+# head/base round by round), context switches, the CPU time of the server's
+# process and of the bridge's per download, retransmissions and D-SACKs
+# received (nginx's from nstat, percore's from its Prometheus metrics), and
+# percore's shard sleeps and received frames per download.
 #
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
@@ -256,7 +257,7 @@ label() {
 	esac
 }
 
-declare -A res cpus sws rtxs dsacks sleeps batches frames url
+declare -A res cpus sws rtxs dsacks sleeps batches frames srvcpus brcpus url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -294,7 +295,8 @@ for path in "${paths[@]}"; do
 	# download from percore starts its build (below).
 	[[ -n $BASE ]] || start_httpd head
 	ip netns exec "$srvns" nginx -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -g 'daemon off;' &
-	pids+=($!)
+	nginx_pid=$!
+	pids+=("$nginx_pid")
 	answers "${url[nginx]}" "$dir/nginx/logs/error.log"
 	[[ -n $BASE ]] || answers "${url[head]}" "$dir/head.log"
 
@@ -310,8 +312,12 @@ for path in "${paths[@]}"; do
 					answers "${url[$sender]}" "$dir/$sender.log"
 					get "${url[$sender]}/f$s" "$s" # warm-up, untimed
 				fi
+				server_pid=$httpd_pid
+				[[ $sender == nginx ]] && server_pid=$nginx_pid
 				read -r r0 d0 z0 rb0 rf0 < <(counters "$sender")
+				p0=$(proccpu_us "$server_pid") l0=$(proccpu_us "$labpid")
 				get "${url[$sender]}/f$s" "$s"
+				p1=$(proccpu_us "$server_pid") l1=$(proccpu_us "$labpid")
 				read -r r1 d1 z1 rb1 rf1 < <(counters "$sender")
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
 				res[$name,$s,$sender]+="$t "
@@ -322,9 +328,12 @@ for path in "${paths[@]}"; do
 				sleeps[$name,$s,$sender]+="$((z1 - z0)) "
 				batches[$name,$s,$sender]+="$((rb1 - rb0)) "
 				frames[$name,$s,$sender]+="$((rf1 - rf0)) "
+				srvcpus[$name,$s,$sender]+="$(((p1 - p0) / 1000)) "
+				brcpus[$name,$s,$sender]+="$(((l1 - l0) / 1000)) "
 				extra=
 				[[ $sender == nginx ]] || extra=", $((z1 - z0)) sleeps, $((rf1 - rf0)) frames received in $((rb1 - rb0)) batches"
-				echo "$name, $s MiB, round $r: $(label "$sender") $t s (first byte $ttfb s), $cpu CPU-s, $sw context switches," \
+				echo "$name, $s MiB, round $r: $(label "$sender") $t s (first byte $ttfb s), $cpu CPU-s" \
+					"(server $(((p1 - p0) / 1000)) ms, bridge $(((l1 - l0) / 1000)) ms), $sw context switches," \
 					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs$extra" >&2
 			done
 		done
@@ -446,6 +455,14 @@ per_sender_table() {
 # The machine's context switches per download, medians.
 switches_cell() { printf '%.0f' "$(median <<<"${sws[$1,$2,$3]}")"; }
 per_sender_table switches switches_cell
+
+# The CPU-ms of the server's process (nginx's master and worker, or
+# httpd) and of the bridge's (the lab's) per download, medians. Linux's
+# TCP sends from the softirq of the bridge's sendmmsg that brings the ACK,
+# so nginx's sending is counted in the bridge; percore's shard is a thread
+# of its own, woken by the ACKs.
+party_cell() { printf '%.0f / %.0f' "$(median <<<"${srvcpus[$1,$2,$3]}")" "$(median <<<"${brcpus[$1,$2,$3]}")"; }
+per_sender_table "CPU-ms: server / bridge" party_cell
 
 # Retransmissions and D-SACKs received per download, medians: a D-SACKed
 # retransmission was needless (the segment had arrived).
