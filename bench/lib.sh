@@ -79,7 +79,7 @@ proccpu_us() {
 	for p in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
 		files+=(/proc/"$p"/task/*/schedstat)
 	done
-	cat "${files[@]}" 2>/dev/null | awk '{t += $1} END {printf "%d\n", t / 1000}'
+	cat "${files[@]}" 2>/dev/null | awk '{t += $1} END {printf "%.0f\n", t / 1000}'
 }
 
 # median: the median of the numbers on stdin (separated by spaces or newlines).
