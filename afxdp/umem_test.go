@@ -91,6 +91,7 @@ func TestMapUMEMAsksForTransparentHugePages(t *testing.T) {
 	if hugeFree(t) > 0 {
 		t.Skip("hugetlbfs pages free: the UMEM would take those")
 	}
+	always := strings.Contains(string(mode), "[always]")
 	for _, try := range []bool{true, false} {
 		m, huge, err := mapUMEM(4<<20, try)
 		if err != nil || huge || len(m) != 4<<20 {
@@ -103,7 +104,6 @@ func TestMapUMEMAsksForTransparentHugePages(t *testing.T) {
 		if asked := slices.Contains(flags, "hg"); asked != try {
 			t.Errorf("try %v: MADV_HUGEPAGE asked %v (VmFlags %v)", try, asked, flags)
 		}
-		always := strings.Contains(string(mode), "[always]")
 		if thp := transparentHuge(m); thp < 0 || thp > len(m) || (!try && !always && thp != 0) {
 			t.Errorf("try %v: %d bytes in transparent hugepages of %d", try, thp, len(m))
 		}
