@@ -238,7 +238,7 @@ counters() {
 			awk '$1 ~ /^percore_tcp_retransmits_total/{r+=$2} $1 ~ /^percore_tcp_ds_acks_in_total/{d+=$2}
 				$1 ~ /^percore_loop_sleeps_total/{z+=$2} $1 ~ /^percore_xsk_rx_batches_total/{b+=$2}
 				$1 ~ /^percore_xsk_rx_frames_total/{f+=$2}
-				END{printf "%d %d %d %d %d\n", r, d, z, b, f}'
+				END{printf "%.0f %.0f %.0f %.0f %.0f\n", r, d, z, b, f}'
 	fi
 }
 
@@ -320,21 +320,23 @@ for path in "${paths[@]}"; do
 				p1=$(proccpu_us "$server_pid") l1=$(proccpu_us "$labpid")
 				read -r r1 d1 z1 rb1 rf1 < <(counters "$sender")
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
+				rtx=$((r1 - r0)) dsack=$((d1 - d0)) slept=$((z1 - z0)) rb=$((rb1 - rb0)) rf=$((rf1 - rf0))
+				srv_ms=$(((p1 - p0) / 1000)) br_ms=$(((l1 - l0) / 1000))
 				res[$name,$s,$sender]+="$t "
 				cpus[$name,$s,$sender]+="$cpu "
 				sws[$name,$s,$sender]+="$sw "
-				rtxs[$name,$s,$sender]+="$((r1 - r0)) "
-				dsacks[$name,$s,$sender]+="$((d1 - d0)) "
-				sleeps[$name,$s,$sender]+="$((z1 - z0)) "
-				batches[$name,$s,$sender]+="$((rb1 - rb0)) "
-				frames[$name,$s,$sender]+="$((rf1 - rf0)) "
-				srvcpus[$name,$s,$sender]+="$(((p1 - p0) / 1000)) "
-				brcpus[$name,$s,$sender]+="$(((l1 - l0) / 1000)) "
+				rtxs[$name,$s,$sender]+="$rtx "
+				dsacks[$name,$s,$sender]+="$dsack "
+				sleeps[$name,$s,$sender]+="$slept "
+				batches[$name,$s,$sender]+="$rb "
+				frames[$name,$s,$sender]+="$rf "
+				srvcpus[$name,$s,$sender]+="$srv_ms "
+				brcpus[$name,$s,$sender]+="$br_ms "
 				extra=
-				[[ $sender == nginx ]] || extra=", $((z1 - z0)) sleeps, $((rf1 - rf0)) frames received in $((rb1 - rb0)) batches"
+				[[ $sender == nginx ]] || extra=", $slept sleeps, $rf frames received in $rb batches"
 				echo "$name, $s MiB, round $r: $(label "$sender") $t s (first byte $ttfb s), $cpu CPU-s" \
-					"(server $(((p1 - p0) / 1000)) ms, bridge $(((l1 - l0) / 1000)) ms), $sw context switches," \
-					"$((r1 - r0)) retransmissions, $((d1 - d0)) D-SACKs$extra" >&2
+					"(server $srv_ms ms, bridge $br_ms ms), $sw context switches," \
+					"$rtx retransmissions, $dsack D-SACKs$extra" >&2
 			done
 		done
 	done
