@@ -9,8 +9,9 @@
 # the percore/Linux ratio, the same ratio round by round (with BASE, also
 # head/base round by round), context switches, the CPU time of the server's
 # process and of the bridge's per download, retransmissions and D-SACKs
-# received (nginx's from nstat, percore's from its Prometheus metrics), and
-# percore's shard sleeps and received frames per download.
+# received (nginx's from nstat, percore's from its Prometheus metrics),
+# percore's shard sleeps and received frames per download, and the server's
+# CPU in user and in kernel mode.
 #
 #   sudo bench/impaired-vs-kernel.sh                 # 3 rounds, 16 MiB
 #   sudo ROUNDS=5 LARGE=1 bench/impaired-vs-kernel.sh  # and 64 MiB too
@@ -257,7 +258,7 @@ label() {
 	esac
 }
 
-declare -A res cpus sws rtxs dsacks sleeps batches frames srvcpus brcpus url
+declare -A res cpus sws rtxs dsacks sleeps batches frames srvcpus brcpus users kernels url
 for path in "${paths[@]}"; do
 	name=${path%%|*} spec=${path#*|}
 	# The lab holds while its process runs; SIGTERM removes it.
@@ -316,8 +317,10 @@ for path in "${paths[@]}"; do
 				[[ $sender == nginx ]] && server_pid=$nginx_pid
 				read -r r0 d0 z0 rb0 rf0 < <(counters "$sender")
 				p0=$(proccpu_us "$server_pid") l0=$(proccpu_us "$labpid")
+				read -r mu0 mk0 < <(procmodes "$server_pid")
 				get "${url[$sender]}/f$s" "$s"
 				p1=$(proccpu_us "$server_pid") l1=$(proccpu_us "$labpid")
+				read -r mu1 mk1 < <(procmodes "$server_pid")
 				read -r r1 d1 z1 rb1 rf1 < <(counters "$sender")
 				[[ -z $BASE || $sender == nginx ]] || stop_httpd
 				rtx=$((r1 - r0)) dsack=$((d1 - d0)) slept=$((z1 - z0)) rb=$((rb1 - rb0)) rf=$((rf1 - rf0))
@@ -332,6 +335,8 @@ for path in "${paths[@]}"; do
 				frames[$name,$s,$sender]+="$rf "
 				srvcpus[$name,$s,$sender]+="$srv_ms "
 				brcpus[$name,$s,$sender]+="$br_ms "
+				users[$name,$s,$sender]=$((${users[$name,$s,$sender]:-0} + mu1 - mu0))
+				kernels[$name,$s,$sender]=$((${kernels[$name,$s,$sender]:-0} + mk1 - mk0))
 				extra=
 				[[ $sender == nginx ]] || extra=", $slept sleeps, $rf frames received in $rb batches"
 				echo "$name, $s MiB, round $r: $(label "$sender") $t s (first byte $ttfb s), $cpu CPU-s" \
@@ -465,6 +470,18 @@ per_sender_table switches switches_cell
 # of its own, woken by the ACKs.
 party_cell() { printf '%.0f / %.0f' "$(median <<<"${srvcpus[$1,$2,$3]}")" "$(median <<<"${brcpus[$1,$2,$3]}")"; }
 per_sender_table "CPU-ms: server / bridge" party_cell
+
+# The server's CPU-ms per download in user and in kernel mode, means over
+# the rounds (from jiffies, too coarse for one download). percore's kernel
+# part is AF_XDP's transmit (in copy mode the kernel builds and sends an skb
+# a frame, and on a veth each runs the peer's receive in the sender's system
+# call) and its sleeps; its user part, its own TCP and HTTP, bounds what
+# making percore's code faster could gain.
+modes_cell() {
+	awk -v u="${users[$1,$2,$3]}" -v k="${kernels[$1,$2,$3]}" -v n="$ROUNDS" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN{printf "%.1f / %.1f", u * 1000 / hz / n, k * 1000 / hz / n}'
+}
+per_sender_table "CPU-ms: user / kernel" modes_cell
 
 # Retransmissions and D-SACKs received per download, medians: a D-SACKed
 # retransmission was needless (the segment had arrived).

@@ -82,6 +82,17 @@ proccpu_us() {
 	cat "${files[@]}" 2>/dev/null | awk '{t += $1} END {printf "%.0f\n", t / 1000}'
 }
 
+# procmodes PID: "user kernel", the jiffies PID and its child processes (all
+# their threads) spent in user and in kernel mode (/proc/PID/stat's utime and
+# stime): whose code a process's time went to. Sampled at each tick, so sum
+# many downloads before dividing.
+procmodes() {
+	local p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		cat "/proc/$p/stat" 2>/dev/null || true
+	done | awk '{u += $14; s += $15} END {printf "%.0f %.0f\n", u, s}'
+}
+
 # median: the median of the numbers on stdin (separated by spaces or newlines).
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
