@@ -26,11 +26,12 @@ import (
 //   - live-frames: the batched alternative, tried and not taken. BPF_PROG_RUN
 //     with BPF_F_TEST_XDP_LIVE_FRAMES runs an XDP program once a frame,
 //     here one that copies the frame from an mmapped map (where a shard
-//     would write it) into the packet and returns XDP_TX; the kernel sends
-//     in bulks of 64 through the driver's ndo_xdp_xmit. Each call sets up
-//     and tears down its own page pool, which costs hundreds of
-//     microseconds: too much for a shard that sends a few dozen frames a
-//     flush.
+//     would write it) into the packet and returns XDP_TX; the kernel runs
+//     it in batches of 64 with bottom halves off, handing the frames to the
+//     driver's ndo_xdp_xmit in bulks, so the peer's receive runs once a
+//     batch. Each call sets up and tears down its own page pool, which
+//     costs hundreds of microseconds: too much for a shard that sends a few
+//     dozen frames a flush.
 func BenchmarkTransmit(b *testing.B) {
 	l, s := benchRig(b)
 	pass, err := lab.AttachPass(l.ClientNS, l.ClientIf)

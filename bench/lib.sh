@@ -63,13 +63,7 @@ busy() { awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat; }
 
 # proccpu PID: utime+stime jiffies of PID and its child processes (nginx
 # workers), a figure that other work on the machine does not inflate.
-proccpu() {
-	local total=0 p
-	for p in "$1" $(pgrep -P "$1" || true); do
-		total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-	done
-	echo "$total"
-}
+proccpu() { procmodes "$1" | awk '{printf "%.0f\n", $1 + $2}'; }
 
 # proccpu_us PID...: CPU-µs of each PID and its child processes, all their
 # threads, from /proc/PID/task/TID/schedstat (nanoseconds on the CPU): finer
