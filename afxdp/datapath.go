@@ -56,17 +56,27 @@ func (s *Socket) Frame(addr uint64, n int) []byte {
 }
 
 // Release gives received frames back to the kernel through the fill ring,
-// and wakes the driver if it asked for them.
+// and wakes the driver if it asked for them. The kernel publishes how far it
+// has read the fill ring after it publishes the rx ring, so for a moment the
+// ring can look full with a frame it took already in our hands: such frames
+// wait in unfilled and go first at the next Release (FillDeferred), so that
+// a received frame never moves to the transmit side's free list.
 func (s *Socket) Release(descs []Desc) {
-	idx, got := s.fill.reserve(uint32(len(descs)))
+	idx, got := s.fill.reserve(uint32(len(s.unfilled) + len(descs)))
 	n := uint32(0)
+	for ; n < got && len(s.unfilled) > 0; n++ {
+		last := len(s.unfilled) - 1
+		s.fill.addrs[(idx+n)&s.fill.mask] = s.unfilled[last]
+		s.unfilled = s.unfilled[:last]
+	}
 	for _, d := range descs {
 		if d.Addr >= uint64(len(s.umem)) {
 			s.st.fillBadAddr++
 			continue
 		}
 		if n == got {
-			s.putFree(d.Addr) // fill ring full (cannot happen with the default sizes)
+			s.unfilled = append(s.unfilled, d.Addr&s.frameMask)
+			s.st.fillDeferred++
 			continue
 		}
 		s.fill.addrs[(idx+n)&s.fill.mask] = d.Addr & s.frameMask
@@ -281,6 +291,7 @@ type Stats struct {
 	TxBadDesc           uint64 `stat:"drop"`  // caller tx descriptors outside the UMEM/chunk or empty (dropped)
 	TxRingFull          uint64 `stat:"drop"`  // frames dropped because the tx ring was full
 	FillBadAddr         uint64 `stat:"drop"`  // addresses outside the UMEM given to Release (dropped)
+	FillDeferred        uint64 `stat:"count"` // received frames Release kept for the next one: the fill ring looked full
 	FreeBad             uint64 `stat:"drop"`  // frames freed outside the UMEM or twice (dropped)
 	Kicks               uint64 `stat:"count"` // sendto calls
 	KickBusy            uint64 `stat:"count"` // EAGAIN/EBUSY/ENOBUFS answers (normal backpressure)
@@ -301,7 +312,7 @@ func (s *Socket) Stats() (Stats, error) {
 		RxRingFull: k.Rx_ring_full, RxFillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs,
 		RxFrames: s.st.rxFrames, RxBatches: s.st.rxBatches, TxFrames: s.st.txFrames, TxBatches: s.st.txBatches,
 		Completed: s.st.completed, RxBadDesc: s.st.rxBadDesc, TxBadDesc: s.st.txBadDesc, TxRingFull: s.st.txRingFull,
-		FillBadAddr: s.st.fillBadAddr, FreeBad: s.st.freeBad, Kicks: s.st.kicks, KickBusy: s.st.kickBusy, KickErrors: s.st.kickErrors,
+		FillBadAddr: s.st.fillBadAddr, FillDeferred: s.st.fillDeferred, FreeBad: s.st.freeBad, Kicks: s.st.kicks, KickBusy: s.st.kickBusy, KickErrors: s.st.kickErrors,
 		RxWakeups: s.st.rxWakeups, FreeFrames: len(s.free), TxOutstanding: s.TxOutstanding(),
 		FillQueued: int(s.fill.outstanding()), RxQueued: int(s.rx.outstanding()),
 	}

@@ -267,3 +267,33 @@ func TestRandomDescriptorsNeverPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseDefersWhileFillLooksFull: the kernel publishes its fill-ring
+// consumer index after the rx ring, so a frame can come back while the fill
+// ring still looks full. Release keeps it for the next call instead of
+// moving it to the transmit free list.
+func TestReleaseDefersWhileFillLooksFull(t *testing.T) {
+	s := memSocket(t, 4)
+	s.free = s.free[:0] // every frame is on the rx side
+	for i := range 4 {
+		s.fill.addrs[i] = uint64(i) * 2048
+	}
+	s.fill.producer.Store(4)
+	s.fill.cachedProd = 4
+	// The kernel took frame 2 from the fill ring and received into it, but
+	// has not published its consumer index yet.
+	kernelRx(s, Desc{Addr: 2*2048 + 256, Len: 60})
+	rx := make([]Desc, 4)
+	n := s.Receive(rx)
+	s.Release(rx[:n])
+	if s.FreeFrames() != 0 || s.fill.producer.Load() != 4 || len(s.unfilled) != 1 || s.st.fillDeferred != 1 {
+		t.Fatalf("free %d, fill producer %d, unfilled %v, deferred %d",
+			s.FreeFrames(), s.fill.producer.Load(), s.unfilled, s.st.fillDeferred)
+	}
+	// Once the kernel has published, the next Release puts it on first.
+	s.fill.consumer.Store(1)
+	s.Release(nil)
+	if p := s.fill.producer.Load(); p != 5 || s.fill.addrs[4&s.fill.mask] != 2*2048 || len(s.unfilled) != 0 || s.FreeFrames() != 0 {
+		t.Fatalf("fill producer %d addr %#x, unfilled %v, free %d", p, s.fill.addrs[4&s.fill.mask], s.unfilled, s.FreeFrames())
+	}
+}

@@ -47,7 +47,8 @@ type Config struct {
 // the rx ring (the kernel's; in zero-copy, also posted to the NIC, on no
 // ring at all, between the two), held by the caller (between Receive and
 // Release/Transmit, or between AllocTx and Transmit/FreeTx), in the tx or
-// completion ring (the kernel's), or in the socket's free list.
+// completion ring (the kernel's), in the socket's free list, or (a received
+// frame Release could not put on the fill ring yet) in its unfilled list.
 type Socket struct {
 	fd        int
 	ifindex   int
@@ -62,6 +63,9 @@ type Socket struct {
 	fill, comp, rx, tx ring
 
 	free []uint64 // frames owned by the socket, LIFO; cap is FrameCount
+	// unfilled holds received frames that Release could not put on the
+	// fill ring yet (see Release); cap is FrameCount.
+	unfilled []uint64
 
 	st       counters
 	lastBusy bool // the last kick got EBUSY or ENOBUFS
@@ -72,6 +76,7 @@ type Socket struct {
 type counters struct {
 	rxFrames, rxBatches, txFrames, txBatches, completed uint64
 	rxBadDesc, txBadDesc, txRingFull, fillBadAddr       uint64
+	fillDeferred                                        uint64
 	kicks, kickBusy, kickErrors, rxWakeups              uint64
 	freeBad                                             uint64
 }
@@ -212,6 +217,7 @@ func (s *Socket) setup(c Config) error {
 func (s *Socket) stock(count, tx int) {
 	rxFrames := count - tx
 	s.free = make([]uint64, 0, count)
+	s.unfilled = make([]uint64, 0, count)
 	for i := count - 1; i >= rxFrames; i-- {
 		s.free = append(s.free, uint64(i)*uint64(s.frameSize))
 	}
